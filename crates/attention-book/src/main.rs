@@ -1,0 +1,69 @@
+//! `mdbook-listings`: the book's preprocessor. Declared in `book.toml`, it
+//! runs before mdBook's `links` preprocessor on every `mdbook build` and
+//! `mdbook serve`, brings `figures/` up to date, and passes the book on
+//! unchanged. Run by hand, `mdbook-listings render` does the same.
+
+use std::io;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use attention_book::render;
+use clap::{Parser, Subcommand};
+use d2l_attention::Backend;
+use d2l_attention::device::VALID_DEVICES;
+use d2l_attention::listing;
+use mdbook_preprocessor::parse_input;
+
+#[derive(Parser)]
+#[command(version, about = "Renders the book's figures and captured outputs; an mdBook preprocessor")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// mdBook asks whether a renderer is supported: every one is.
+    Supports { renderer: String },
+    /// Brings the figures folder up to date without building the book.
+    Render {
+        /// The backend to run the listings on [default: $D2L_DEVICE, else flex].
+        #[arg(long, help = format!("Backend to run the listings on: {VALID_DEVICES} [default: $D2L_DEVICE, else flex]"))]
+        device: Option<Backend>,
+        /// The figures folder.
+        #[arg(long, default_value = "figures")]
+        figures: PathBuf,
+        /// Run every listing, even those that are up to date.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mdbook-listings: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Some(Command::Supports { .. }) => Ok(()),
+        Some(Command::Render { device, figures, force }) => {
+            let backend = device.map_or_else(Backend::from_env, Ok)?;
+            let report = render(&listing::all(), &figures, backend, force)?;
+            eprintln!("{} listings run, {} up to date", report.ran.len(), report.skipped.len());
+            Ok(())
+        }
+        None => {
+            let (ctx, book) = parse_input(io::stdin()).context("reading mdBook's input")?;
+            render(&listing::all(), &ctx.root.join("figures"), Backend::from_env()?, false)?;
+            serde_json::to_writer(io::stdout(), &book).context("writing the book back to mdBook")?;
+            Ok(())
+        }
+    }
+}

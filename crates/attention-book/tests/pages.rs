@@ -1,0 +1,109 @@
+//! Checks over the book's pages: no Rust block escapes testing, and every
+//! include, figure and captured output they name exists.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use attention_book::read_manifest;
+
+fn book() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn pages() -> Vec<(PathBuf, String)> {
+    let mut pages: Vec<_> = fs::read_dir(book().join("src"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .map(|p| {
+            let text = fs::read_to_string(&p).unwrap();
+            (p, text)
+        })
+        .collect();
+    pages.sort();
+    assert!(pages.len() >= 3, "the book's pages were not found");
+    pages
+}
+
+/// Every `{{#include …}}` in `text`: the path and the anchor, if any.
+fn includes(text: &str) -> Vec<(String, Option<String>)> {
+    text.split("{{#include ")
+        .skip(1)
+        .map(|rest| {
+            let target = rest.split("}}").next().unwrap().trim();
+            match target.rsplit_once(':') {
+                Some((path, anchor)) => (path.to_owned(), Some(anchor.to_owned())),
+                None => (target.to_owned(), None),
+            }
+        })
+        .collect()
+}
+
+/// The fenced code blocks of a page: (info string, body lines).
+fn code_blocks(text: &str) -> Vec<(String, Vec<String>)> {
+    let mut blocks = Vec::new();
+    let mut open: Option<(String, Vec<String>)> = None;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        match (&mut open, trimmed.strip_prefix("```")) {
+            (None, Some(info)) => open = Some((info.trim().to_owned(), Vec::new())),
+            (Some(_), Some(_)) => blocks.push(open.take().unwrap()),
+            (Some((_, body)), None) => body.push(trimmed.to_owned()),
+            (None, None) => {}
+        }
+    }
+    assert!(open.is_none(), "an unclosed code fence");
+    blocks
+}
+
+#[test]
+fn every_rust_block_is_compiled_and_tested() {
+    let mut inline = 0;
+    for (page, text) in pages() {
+        for (info, body) in code_blocks(&text) {
+            if !info.starts_with("rust") {
+                continue;
+            }
+            let skipped_by_skeptic = ["ignore", "no_run", "compile_fail"].iter().any(|w| info.contains(w));
+            if skipped_by_skeptic {
+                // Allowed only for an anchored listing of the compiled crate.
+                let is_listing = body.len() == 1 && body[0].starts_with("{{#include ../crates/") && body[0].contains(':');
+                assert!(is_listing, "{}: a ```{info} block that is not an anchored include escapes testing: {body:?}", page.display());
+            } else {
+                assert!(!body.iter().any(|l| l.contains("{{#include")), "{}: includes must be ```rust,ignore (skeptic cannot expand them)", page.display());
+                inline += 1;
+            }
+        }
+    }
+    assert!(inline >= 1, "skeptic has no inline block to test");
+}
+
+#[test]
+fn every_include_resolves_to_an_existing_anchor() {
+    for (page, text) in pages() {
+        let dir = page.parent().unwrap();
+        for (path, anchor) in includes(&text) {
+            let file = dir.join(&path);
+            let source = fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {{{{#include {path}}}}}: {e}", page.display()));
+            if let Some(anchor) = anchor {
+                for marker in [format!("// ANCHOR: {anchor}\n"), format!("// ANCHOR_END: {anchor}\n")] {
+                    assert!(source.contains(&marker), "{}: {path} has no `{}`", page.display(), marker.trim());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_figure_a_page_shows_exists_and_every_output_is_shown() {
+    let all_text: String = pages().into_iter().map(|(_, t)| t).collect();
+    for part in all_text.split("figures/").skip(1) {
+        let name: String = part.chars().take_while(|c| c.is_alphanumeric() || "-_.".contains(*c)).collect();
+        assert!(book().join("figures").join(&name).is_file(), "a page shows figures/{name}, which does not exist");
+    }
+    for (listing, entry) in read_manifest(&book().join("figures")) {
+        for f in entry.files {
+            assert!(all_text.contains(&format!("figures/{f}")), "no page shows figures/{f} of listing `{listing}`");
+        }
+    }
+}

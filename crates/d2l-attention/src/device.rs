@@ -1,0 +1,168 @@
+//! The one place where a reader's choice of backend becomes a burn
+//! [`Device`]: `--device` on the command line or the `D2L_DEVICE`
+//! environment variable, with the values `flex`, `libtorch` and
+//! `libtorch-cuda:N`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use burn::tensor::Device;
+
+/// The environment variable that picks the backend when no `--device` is given.
+pub const DEVICE_ENV: &str = "D2L_DEVICE";
+
+/// The values `--device` and [`DEVICE_ENV`] accept.
+pub const VALID_DEVICES: &str = "flex, libtorch, libtorch-cuda:N (N = GPU index)";
+
+/// A backend the book's code can run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// burn's pure-Rust CPU backend; needs nothing but cargo. The default.
+    #[default]
+    Flex,
+    /// PyTorch's libtorch on the CPU (cargo feature `tch`).
+    LibTorch,
+    /// PyTorch's libtorch on CUDA GPU number `N` (cargo feature `tch`).
+    LibTorchCuda(usize),
+}
+
+/// Why a backend choice could not be honoured.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DeviceError {
+    /// The name is not one of [`VALID_DEVICES`].
+    #[error("unknown device `{given}`; valid choices: {VALID_DEVICES}")]
+    Unknown {
+        /// What the reader asked for.
+        given: String,
+    },
+    /// The backend exists but this build does not include it.
+    #[error(
+        "device `{given}` needs the cargo feature `{feature}`, which this build lacks; \
+         rebuild with `--features {feature}` (see the README, \"Running on libtorch\")"
+    )]
+    NotCompiled {
+        /// What the reader asked for.
+        given: String,
+        /// The cargo feature of `d2l-attention` that adds it.
+        feature: &'static str,
+    },
+}
+
+impl FromStr for Backend {
+    type Err = DeviceError;
+
+    /// Parses `flex`, `libtorch` or `libtorch-cuda:N` (case-insensitive,
+    /// surrounding spaces ignored).
+    fn from_str(s: &str) -> Result<Self, DeviceError> {
+        let name = s.trim().to_ascii_lowercase();
+        let unknown = || DeviceError::Unknown { given: s.to_owned() };
+        match name.as_str() {
+            "flex" => Ok(Backend::Flex),
+            "libtorch" => Ok(Backend::LibTorch),
+            _ => {
+                let index = name.strip_prefix("libtorch-cuda:").ok_or_else(unknown)?;
+                index.parse().map(Backend::LibTorchCuda).map_err(|_| unknown())
+            }
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Backend::Flex => write!(f, "flex"),
+            Backend::LibTorch => write!(f, "libtorch"),
+            Backend::LibTorchCuda(i) => write!(f, "libtorch-cuda:{i}"),
+        }
+    }
+}
+
+impl Backend {
+    /// The backend named by [`DEVICE_ENV`], or [`Backend::Flex`] when it is
+    /// unset or empty.
+    ///
+    /// # Errors
+    /// [`DeviceError::Unknown`] when the variable holds something else.
+    pub fn from_env() -> Result<Self, DeviceError> {
+        match std::env::var(DEVICE_ENV) {
+            Ok(v) if !v.trim().is_empty() => v.parse(),
+            _ => Ok(Backend::Flex),
+        }
+    }
+
+    /// The burn device for this backend (without autodiff; call
+    /// `.autodiff()` on it to train).
+    ///
+    /// # Errors
+    /// [`DeviceError::NotCompiled`] for a libtorch backend in a build
+    /// without the `tch` feature.
+    pub fn device(self) -> Result<Device, DeviceError> {
+        match self {
+            Backend::Flex => Ok(Device::flex()),
+            #[cfg(feature = "tch")]
+            #[allow(deprecated)] // burn marks tch for removal; it is our second backend
+            Backend::LibTorch => Ok(Device::libtorch()),
+            #[cfg(feature = "tch")]
+            #[allow(deprecated)]
+            Backend::LibTorchCuda(i) => Ok(Device::libtorch_cuda(i)),
+            #[cfg(not(feature = "tch"))]
+            _ => Err(DeviceError::NotCompiled { given: self.to_string(), feature: "tch" }),
+        }
+    }
+
+    /// The backends this build can run on the CPU: flex, plus libtorch with
+    /// the `tch` feature. Tests run every listing on each of them.
+    pub fn compiled_cpu_backends() -> Vec<Backend> {
+        let mut all = vec![Backend::Flex];
+        if cfg!(feature = "tch") {
+            all.push(Backend::LibTorch);
+        }
+        all
+    }
+}
+
+/// Parses a device name straight to a [`Device`]: `"flex"`, `"libtorch"`,
+/// `"libtorch-cuda:0"`.
+///
+/// # Errors
+/// [`DeviceError::Unknown`] listing the valid names, or
+/// [`DeviceError::NotCompiled`] naming the cargo feature to enable.
+pub fn parse_device(name: &str) -> Result<Device, DeviceError> {
+    name.parse::<Backend>()?.device()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for b in [Backend::Flex, Backend::LibTorch, Backend::LibTorchCuda(3)] {
+            assert_eq!(b.to_string().parse::<Backend>(), Ok(b));
+        }
+        assert_eq!(" FLEX ".parse::<Backend>(), Ok(Backend::Flex));
+    }
+
+    #[test]
+    fn unknown_name_lists_the_choices() {
+        for bad in ["cuda", "libtorch-cuda:x", "libtorch-cuda:", ""] {
+            let err = bad.parse::<Backend>().unwrap_err();
+            assert_eq!(err, DeviceError::Unknown { given: bad.to_owned() });
+            let msg = err.to_string();
+            assert!(msg.contains("flex, libtorch, libtorch-cuda:N"), "{msg}");
+        }
+    }
+
+    #[cfg(not(feature = "tch"))]
+    #[test]
+    fn libtorch_without_the_feature_names_it() {
+        let err = parse_device("libtorch").unwrap_err();
+        assert_eq!(err, DeviceError::NotCompiled { given: "libtorch".into(), feature: "tch" });
+        assert!(err.to_string().contains("--features tch"));
+    }
+
+    #[test]
+    fn flex_is_always_there() {
+        assert!(parse_device("flex").is_ok());
+    }
+}

@@ -1,0 +1,35 @@
+//! Writing files so that a reader never sees half of one.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Why a file could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write `{}`: {source}", path.display())]
+pub struct WriteError {
+    /// The file that was to be written.
+    pub path: PathBuf,
+    /// What the operating system said.
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// Writes `bytes` to `path` atomically: into a temporary file in the same
+/// folder, then renamed over `path`. On error `path` is left as it was and
+/// the temporary file is removed.
+///
+/// # Errors
+/// [`WriteError`] naming `path` when its folder does not exist, is not a
+/// folder, or is not writable.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    let err = |source| WriteError { path: path.to_owned(), source };
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(err)?;
+    tmp.write_all(bytes).map_err(err)?;
+    tmp.as_file().sync_all().map_err(err)?;
+    tmp.persist(path).map_err(|e| err(e.error))?;
+    Ok(())
+}

@@ -1,0 +1,17 @@
+//! The library behind *Attention Mechanisms in Rust*, an executable retelling
+//! of the attention chapter of *Dive into Deep Learning* (d2l; zh v2 ch. 10,
+//! en v1 ch. 11) on [burn](https://burn.dev).
+//!
+//! One module per book section holds that section's reusable pieces (what
+//! d2l marks `#@save`) and its listings; [`plot`] draws the figures and
+//! [`device`] turns a reader's backend choice into a [`burn::tensor::Device`].
+
+pub mod data;
+pub mod device;
+pub mod files;
+pub mod listing;
+pub mod plot;
+pub mod queries_keys_values;
+
+pub use device::Backend;
+pub use plot::{Axes, Cmap, Series, Svg, plot, show_heatmaps};

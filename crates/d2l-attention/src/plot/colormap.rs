@@ -1,0 +1,72 @@
+//! Sequential colormaps like matplotlib's "Reds" and "Blues".
+
+use plotters::prelude::{ColorMap, DerivedColorMap, RGBColor};
+
+/// A sequential colormap: low values light, high values dark.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Cmap {
+    /// White to dark red, matplotlib's "Reds" (d2l's default for heatmaps).
+    #[default]
+    Reds,
+    /// White to dark blue, matplotlib's "Blues".
+    Blues,
+}
+
+// The nine ColorBrewer classes that matplotlib interpolates linearly.
+const REDS: [RGBColor; 9] = [
+    RGBColor(0xff, 0xf5, 0xf0),
+    RGBColor(0xfe, 0xe0, 0xd2),
+    RGBColor(0xfc, 0xbb, 0xa1),
+    RGBColor(0xfc, 0x92, 0x72),
+    RGBColor(0xfb, 0x6a, 0x4a),
+    RGBColor(0xef, 0x3b, 0x2c),
+    RGBColor(0xcb, 0x18, 0x1d),
+    RGBColor(0xa5, 0x0f, 0x15),
+    RGBColor(0x67, 0x00, 0x0d),
+];
+const BLUES: [RGBColor; 9] = [
+    RGBColor(0xf7, 0xfb, 0xff),
+    RGBColor(0xde, 0xeb, 0xf7),
+    RGBColor(0xc6, 0xdb, 0xef),
+    RGBColor(0x9e, 0xca, 0xe1),
+    RGBColor(0x6b, 0xae, 0xd6),
+    RGBColor(0x42, 0x92, 0xc6),
+    RGBColor(0x21, 0x71, 0xb5),
+    RGBColor(0x08, 0x51, 0x9c),
+    RGBColor(0x08, 0x30, 0x6b),
+];
+
+impl Cmap {
+    /// The colour of `value` on a scale from `vmin` (lightest) to `vmax`
+    /// (darkest); values outside are clamped. Needs `vmin < vmax`.
+    pub fn color(self, value: f64, vmin: f64, vmax: f64) -> RGBColor {
+        let colors: &[RGBColor] = match self {
+            Cmap::Reds => &REDS,
+            Cmap::Blues => &BLUES,
+        };
+        DerivedColorMap::new(colors).get_color_normalized(value, vmin, vmax)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ends_and_middle_match_matplotlib() {
+        assert_eq!(Cmap::Reds.color(0.0, 0.0, 1.0), RGBColor(0xff, 0xf5, 0xf0));
+        assert_eq!(Cmap::Reds.color(1.0, 0.0, 1.0), RGBColor(0x67, 0x00, 0x0d));
+        // matplotlib: Reds(0.5) = #fb6a4a, the middle class.
+        assert_eq!(Cmap::Reds.color(0.5, 0.0, 1.0), RGBColor(0xfb, 0x6a, 0x4a));
+        assert_eq!(Cmap::Blues.color(5.0, 0.0, 10.0), RGBColor(0x6b, 0xae, 0xd6));
+        // Clamped outside the range.
+        assert_eq!(Cmap::Blues.color(-3.0, 0.0, 1.0), RGBColor(0xf7, 0xfb, 0xff));
+    }
+
+    #[test]
+    fn interpolates_between_classes() {
+        // Halfway between classes 0 and 1 (1/16 of the range).
+        let c = Cmap::Reds.color(1.0 / 16.0, 0.0, 1.0);
+        assert_eq!(c, RGBColor(0xff, 0xeb, 0xe1));
+    }
+}

@@ -1,0 +1,243 @@
+//! `show_heatmaps`: a grid of attention-weight matrices.
+
+use burn::tensor::Tensor;
+use std::ops::Range;
+
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::prelude::*;
+
+use super::{
+    Cmap, FONT, LABEL_FONT, PlotError, Svg, TICK_FONT, draw_err, integer_ticks, invalid, pixels,
+    tick_label,
+};
+
+const COLORBAR_WIDTH: u32 = 75;
+const MARGIN: u32 = 6;
+
+/// Draws a grid of heatmaps, one per matrix, with one shared colorbar; the
+/// Rust counterpart of d2l's `show_heatmaps` (zh §10.1 / en §11.1).
+///
+/// - `matrices`: (num_rows, num_cols, num_queries, num_keys); matrix
+///   `(i, j)` goes in row `i`, column `j` of the grid, its query `q` is row
+///   `q` of the image (top to bottom) and key `k` column `k`.
+/// - `xlabel` is written under the bottom row, `ylabel` beside the left
+///   column; `titles`, when given, holds one title per grid column.
+/// - `figsize`: (width, height) in inches (100 px each), as in matplotlib.
+/// - `cmap`: the colormap. All matrices share one colour scale, from their
+///   smallest to their largest entry, which the colorbar shows (d2l's
+///   colorbar shows only the last matrix's scale). A constant input is drawn
+///   in the scale's middle colour.
+///
+/// Each cell is square, as with matplotlib's `imshow`.
+///
+/// # Errors
+/// [`PlotError::InvalidArgument`] naming `matrices` when it has no entries
+/// or holds a NaN or infinity, naming `titles` when their count differs from
+/// num_cols, and naming `figsize` when a side is outside 0.5..=40 inches.
+// ANCHOR: signature
+pub fn show_heatmaps(
+    matrices: &Tensor<4>,
+    xlabel: &str,
+    ylabel: &str,
+    titles: Option<&[&str]>,
+    figsize: (f64, f64),
+    cmap: Cmap,
+) -> Result<Svg, PlotError> {
+    // ANCHOR_END: signature
+    let [num_rows, num_cols, num_queries, num_keys] = matrices.dims();
+    if num_rows * num_cols * num_queries * num_keys == 0 {
+        return Err(invalid("matrices", format!("shape {:?} has no entries", matrices.dims())));
+    }
+    if let Some(t) = titles
+        && t.len() != num_cols
+    {
+        return Err(invalid("titles", format!("{} titles for {num_cols} grid columns", t.len())));
+    }
+    let (width, height) = pixels(figsize)?;
+    let values = matrices
+        .clone()
+        .try_into_vec_as::<f64>()
+        .map_err(|e| PlotError::Read { arg: "matrices", reason: e.to_string() })?;
+    if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+        let idx = unravel(i, [num_rows, num_cols, num_queries, num_keys]);
+        return Err(invalid("matrices", format!("entry {idx:?} is {}", values[i])));
+    }
+    let (vmin, vmax) = color_range(&values);
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_err)?;
+        let (cells, bar) = root.split_horizontally(width.saturating_sub(COLORBAR_WIDTH));
+        for (index, cell) in cells.split_evenly((num_rows, num_cols)).iter().enumerate() {
+            let (i, j) = (index / num_cols, index % num_cols);
+            let start = index * num_queries * num_keys;
+            let matrix = &values[start..start + num_queries * num_keys];
+            let labels = CellLabels {
+                xlabel: (i + 1 == num_rows).then_some(xlabel),
+                ylabel: (j == 0).then_some(ylabel),
+                title: titles.map(|t| t[j]),
+            };
+            draw_cell(cell, (num_queries, num_keys), matrix, &labels, (vmin, vmax), cmap)?;
+        }
+        draw_colorbar(&bar, height, (vmin, vmax), cmap)?;
+        root.present().map_err(draw_err)?;
+    }
+    Ok(Svg(svg))
+}
+
+struct CellLabels<'a> {
+    xlabel: Option<&'a str>,
+    ylabel: Option<&'a str>,
+    title: Option<&'a str>,
+}
+
+fn unravel(mut i: usize, dims: [usize; 4]) -> [usize; 4] {
+    let mut idx = [0; 4];
+    for d in (0..4).rev() {
+        idx[d] = i % dims[d];
+        i /= dims[d];
+    }
+    idx
+}
+
+/// The shared colour scale; a constant input gets a unit-wide scale around
+/// its value.
+fn color_range(values: &[f64]) -> (f64, f64) {
+    let vmin = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let vmax = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if vmax > vmin { (vmin, vmax) } else { (vmin - 0.5, vmax + 0.5) }
+}
+
+fn draw_cell<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    (nq, nk): (usize, usize),
+    matrix: &[f64],
+    labels: &CellLabels,
+    (vmin, vmax): (f64, f64),
+    cmap: Cmap,
+) -> Result<(), PlotError> {
+    let x_area = if labels.xlabel.is_some() { 42 } else { 22 };
+    let y_area = if labels.ylabel.is_some() { 46 } else { 28 };
+    let title_area = if labels.title.is_some() { LABEL_FONT + 8 } else { 0 };
+    // Square cells: shrink the plotting area to num_keys × num_queries squares.
+    let (w, h) = area.dim_in_pixel();
+    let free_w = w.saturating_sub(y_area + 2 * MARGIN) as f64;
+    let free_h = h.saturating_sub(x_area + title_area + 2 * MARGIN) as f64;
+    let side = (free_w / nk as f64).min(free_h / nq as f64);
+    let pad_x = ((free_w - side * nk as f64) / 2.0).max(0.0) as u32;
+    let pad_y = ((free_h - side * nq as f64) / 2.0).max(0.0) as u32;
+
+    let mut builder = ChartBuilder::on(area);
+    builder
+        .margin_left(MARGIN + pad_x)
+        .margin_right(MARGIN + pad_x)
+        .margin_top(MARGIN + pad_y)
+        .margin_bottom(MARGIN + pad_y)
+        .x_label_area_size(x_area)
+        .y_label_area_size(y_area);
+    if let Some(title) = labels.title {
+        builder.caption(title, (FONT, LABEL_FONT));
+    }
+    let x_range = IndexAxis::new(nk, false);
+    // Query 0 at the top, as in an image.
+    let y_range = IndexAxis::new(nq, true);
+    let mut chart = builder.build_cartesian_2d(x_range, y_range).map_err(draw_err)?;
+    chart
+        .draw_series(matrix.iter().enumerate().map(|(idx, &v)| {
+            let (q, k) = ((idx / nk) as f64, (idx % nk) as f64);
+            let color = cmap.color(v, vmin, vmax);
+            Rectangle::new([(k - 0.5, q - 0.5), (k + 0.5, q + 0.5)], color.filled())
+        }))
+        .map_err(draw_err)?;
+    // Axes last, so that the cells do not cover them.
+    let fmt = |v: &f64| format!("{v:.0}");
+    let mut mesh = chart.configure_mesh();
+    mesh.disable_mesh()
+        .x_label_formatter(&fmt)
+        .y_label_formatter(&fmt)
+        .label_style((FONT, super::TICK_FONT))
+        .axis_desc_style((FONT, LABEL_FONT));
+    if let Some(x) = labels.xlabel {
+        mesh.x_desc(x);
+    }
+    if let Some(y) = labels.ylabel {
+        mesh.y_desc(y);
+    }
+    mesh.draw().map_err(draw_err)?;
+    Ok(())
+}
+
+/// An axis over the indices 0..n of a matrix: each index owns the unit
+/// interval around it, ticks sit on whole indices ([`integer_ticks`]), and
+/// `reversed` puts index 0 at the far end (the top, for rows).
+struct IndexAxis {
+    n: usize,
+    reversed: bool,
+}
+
+impl IndexAxis {
+    fn new(n: usize, reversed: bool) -> Self {
+        IndexAxis { n, reversed }
+    }
+}
+
+impl Ranged for IndexAxis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        let mut t = (value + 0.5) / self.n as f64;
+        if self.reversed {
+            t = 1.0 - t;
+        }
+        limit.0 + (t * (limit.1 - limit.0) as f64).round() as i32
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, _: Hint) -> Vec<f64> {
+        integer_ticks(self.n)
+    }
+
+    fn range(&self) -> Range<f64> {
+        -0.5..self.n as f64 - 0.5
+    }
+}
+
+/// A vertical colorbar, 60 % of the figure's height (matplotlib's
+/// `shrink=0.6`), ticks on its right.
+fn draw_colorbar<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    height: u32,
+    (vmin, vmax): (f64, f64),
+    cmap: Cmap,
+) -> Result<(), PlotError> {
+    const STEPS: usize = 64;
+    let bar_height = (height as f64 * 0.6) as u32;
+    let bar = area.clone().shrink((0, (height - bar_height) / 2), (COLORBAR_WIDTH, bar_height));
+    let mut chart = ChartBuilder::on(&bar)
+        .margin_left(8)
+        .margin_right(4)
+        .right_y_label_area_size(42)
+        .build_cartesian_2d(0.0..1.0, vmin..vmax)
+        .map_err(draw_err)?
+        .set_secondary_coord(0.0..1.0, vmin..vmax);
+    let step = (vmax - vmin) / STEPS as f64;
+    chart
+        .draw_series((0..STEPS).map(|s| {
+            let lo = vmin + s as f64 * step;
+            let color = cmap.color(lo + step / 2.0, vmin, vmax);
+            Rectangle::new([(0.0, lo), (1.0, lo + step)], color.filled())
+        }))
+        .map_err(draw_err)?;
+    let span = vmax - vmin;
+    let fmt = move |v: &f64| tick_label(*v, span);
+    chart
+        .configure_secondary_axes()
+        .x_labels(0)
+        .y_labels(6)
+        .y_label_formatter(&fmt)
+        .label_style((FONT, TICK_FONT))
+        .draw()
+        .map_err(draw_err)?;
+    Ok(())
+}

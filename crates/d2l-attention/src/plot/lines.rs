@@ -1,0 +1,254 @@
+//! `plot`: lines and scatter points on one pair of axes.
+
+use plotters::prelude::*;
+
+use super::{FONT, LABEL_FONT, PlotError, Svg, TICK_FONT, draw_err, invalid, pixels, tick_label};
+
+/// How a line is stroked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineStyle {
+    /// A solid line (matplotlib `-`).
+    Solid,
+    /// Long dashes (matplotlib `--`).
+    Dashed,
+    /// Short dashes, standing in for matplotlib's `-.`.
+    DashDot,
+    /// Dots (matplotlib `:`).
+    Dotted,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Mark {
+    Line(Option<LineStyle>),
+    Points,
+}
+
+/// One data series of a [`plot`]: a line or a set of scatter points.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    x: Vec<f64>,
+    y: Vec<f64>,
+    mark: Mark,
+    label: Option<String>,
+    color: Option<RGBColor>,
+    alpha: f64,
+}
+
+impl Series {
+    fn new(x: &[f64], y: &[f64], mark: Mark) -> Self {
+        Series { x: x.to_vec(), y: y.to_vec(), mark, label: None, color: None, alpha: 1.0 }
+    }
+
+    /// A line through the points `(x[i], y[i])`. Lines without an explicit
+    /// [`style`](Self::style) take d2l's format cycle in order: solid blue,
+    /// dashed magenta, dash-dot green, dotted red.
+    pub fn line(x: &[f64], y: &[f64]) -> Self {
+        Self::new(x, y, Mark::Line(None))
+    }
+
+    /// Scatter points `(x[i], y[i])`, drawn as filled circles (matplotlib `o`).
+    pub fn points(x: &[f64], y: &[f64]) -> Self {
+        Self::new(x, y, Mark::Points)
+    }
+
+    /// The series' name in the legend.
+    pub fn label(mut self, label: &str) -> Self {
+        self.label = Some(label.to_owned());
+        self
+    }
+
+    /// Opacity from 0 (invisible) to 1 (opaque; the default).
+    pub fn alpha(mut self, alpha: f64) -> Self {
+        self.alpha = alpha;
+        self
+    }
+
+    /// An explicit colour instead of the cycle's.
+    pub fn color(mut self, color: RGBColor) -> Self {
+        self.color = Some(color);
+        self
+    }
+
+    /// An explicit stroke for a line (ignored for points).
+    pub fn style(mut self, style: LineStyle) -> Self {
+        if let Mark::Line(s) = &mut self.mark {
+            *s = Some(style);
+        }
+        self
+    }
+}
+
+/// Axis labels, limits and size of a [`plot`]; `Axes::new("x", "y")` gives
+/// d2l's defaults (3.5 × 2.5 inches, limits fitted to the data).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Axes {
+    xlabel: String,
+    ylabel: String,
+    xlim: Option<(f64, f64)>,
+    ylim: Option<(f64, f64)>,
+    figsize: (f64, f64),
+}
+
+impl Axes {
+    /// Axes with these labels.
+    pub fn new(xlabel: &str, ylabel: &str) -> Self {
+        Axes { xlabel: xlabel.into(), ylabel: ylabel.into(), xlim: None, ylim: None, figsize: (3.5, 2.5) }
+    }
+
+    /// The x range shown (default: the data's range).
+    pub fn xlim(mut self, lo: f64, hi: f64) -> Self {
+        self.xlim = Some((lo, hi));
+        self
+    }
+
+    /// The y range shown (default: the data's range plus 5 % on each side).
+    pub fn ylim(mut self, lo: f64, hi: f64) -> Self {
+        self.ylim = Some((lo, hi));
+        self
+    }
+
+    /// The figure's size in inches (100 px each).
+    pub fn figsize(mut self, width: f64, height: f64) -> Self {
+        self.figsize = (width, height);
+        self
+    }
+}
+
+// d2l's default formats '-', 'm--', 'g-.', 'r:' and matplotlib's first colours.
+const LINE_CYCLE: [(RGBColor, LineStyle); 4] = [
+    (RGBColor(0x1f, 0x77, 0xb4), LineStyle::Solid),
+    (RGBColor(0xbf, 0x00, 0xbf), LineStyle::Dashed),
+    (RGBColor(0x00, 0x80, 0x00), LineStyle::DashDot),
+    (RGBColor(0xff, 0x00, 0x00), LineStyle::Dotted),
+];
+const POINTS_COLOR: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
+
+/// Draws lines and points on one pair of axes, with a legend for the
+/// labelled series; the counterpart of d2l's `plot` (d2l §2.4), plus scatter
+/// points (`plt.plot(x, y, 'o', alpha=…)`).
+///
+/// # Errors
+/// [`PlotError::InvalidArgument`] naming `series` when it is empty, or when a
+/// series has no points, x and y of different lengths, a NaN or infinite
+/// coordinate, or an alpha outside 0..=1; naming `axes` when a limit is
+/// empty (lo ≥ hi) or not finite, or its figsize is outside 0.5..=40 inches.
+pub fn plot(series: &[Series], axes: &Axes) -> Result<Svg, PlotError> {
+    check_series(series)?;
+    let (width, height) = pixels(axes.figsize).map_err(|_| {
+        invalid("axes", format!("figsize {:?} inches; each side must be in 0.5..=40", axes.figsize))
+    })?;
+    let xs = series.iter().flat_map(|s| s.x.iter().copied());
+    let ys = series.iter().flat_map(|s| s.y.iter().copied());
+    let (x0, x1) = limits(axes.xlim, xs, 0.0)?;
+    let (y0, y1) = limits(axes.ylim, ys, 0.05)?;
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(50)
+            .build_cartesian_2d(x0..x1, y0..y1)
+            .map_err(draw_err)?;
+        let (xspan, yspan) = ((x1 - x0) / 5.0, (y1 - y0) / 5.0);
+        let xfmt = move |v: &f64| tick_label(*v, xspan);
+        let yfmt = move |v: &f64| tick_label(*v, yspan);
+        chart
+            .configure_mesh()
+            .x_labels(6)
+            .y_labels(6)
+            .x_label_formatter(&xfmt)
+            .y_label_formatter(&yfmt)
+            .light_line_style(WHITE)
+            .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
+            .label_style((FONT, TICK_FONT))
+            .axis_desc_style((FONT, LABEL_FONT))
+            .x_desc(axes.xlabel.as_str())
+            .y_desc(axes.ylabel.as_str())
+            .draw()
+            .map_err(draw_err)?;
+        let mut lines_seen = 0;
+        for s in series {
+            let points = s.x.iter().copied().zip(s.y.iter().copied());
+            let annotation = match &s.mark {
+                Mark::Points => {
+                    let color = s.color.unwrap_or(POINTS_COLOR).mix(s.alpha);
+                    let style = color.filled();
+                    chart
+                        .draw_series(points.map(|p| Circle::new(p, 3, style)))
+                        .map_err(draw_err)?
+                        .legend(move |(x, y)| Circle::new((x + 10, y), 3, style))
+                }
+                Mark::Line(style) => {
+                    let (cycle_color, cycle_style) = LINE_CYCLE[lines_seen % LINE_CYCLE.len()];
+                    lines_seen += 1;
+                    let color = s.color.unwrap_or(cycle_color).mix(s.alpha);
+                    let stroke = color.stroke_width(2);
+                    let dash = style.unwrap_or(cycle_style);
+                    let annotation = match dash {
+                        LineStyle::Solid => chart.draw_series(LineSeries::new(points, stroke)),
+                        LineStyle::Dashed => chart.draw_series(DashedLineSeries::new(points, 7, 4, stroke)),
+                        LineStyle::DashDot => chart.draw_series(DashedLineSeries::new(points, 4, 3, stroke)),
+                        LineStyle::Dotted => chart.draw_series(DashedLineSeries::new(points, 2, 3, stroke)),
+                    }
+                    .map_err(draw_err)?;
+                    annotation.legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], stroke))
+                }
+            };
+            if let Some(label) = &s.label {
+                annotation.label(label.as_str());
+            }
+        }
+        if series.iter().any(|s| s.label.is_some()) {
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.8))
+                .border_style(RGBColor(0xcc, 0xcc, 0xcc))
+                .label_font((FONT, TICK_FONT))
+                .draw()
+                .map_err(draw_err)?;
+        }
+        root.present().map_err(draw_err)?;
+    }
+    Ok(Svg(svg))
+}
+
+fn check_series(series: &[Series]) -> Result<(), PlotError> {
+    if series.is_empty() {
+        return Err(invalid("series", "no series to draw"));
+    }
+    for (i, s) in series.iter().enumerate() {
+        let bad = |reason: String| invalid("series", format!("series[{i}] {reason}"));
+        if s.x.is_empty() || s.x.len() != s.y.len() {
+            return Err(bad(format!("has {} x and {} y values", s.x.len(), s.y.len())));
+        }
+        if let Some(j) = (0..s.x.len()).find(|&j| !s.x[j].is_finite() || !s.y[j].is_finite()) {
+            return Err(bad(format!("point {j} is ({}, {})", s.x[j], s.y[j])));
+        }
+        if !(0.0..=1.0).contains(&s.alpha) {
+            return Err(bad(format!("has alpha {}; it must be in 0..=1", s.alpha)));
+        }
+    }
+    Ok(())
+}
+
+/// The axis range: the given limits, or the data's range widened by
+/// `pad` of its width on each side (a unit range around a constant).
+fn limits(given: Option<(f64, f64)>, data: impl Iterator<Item = f64>, pad: f64) -> Result<(f64, f64), PlotError> {
+    if let Some((lo, hi)) = given {
+        if !(lo.is_finite() && hi.is_finite() && lo < hi) {
+            return Err(invalid("axes", format!("limits ({lo}, {hi}) must be finite with lo < hi")));
+        }
+        return Ok((lo, hi));
+    }
+    let (lo, hi) = data.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+    if hi > lo {
+        let p = (hi - lo) * pad;
+        Ok((lo - p, hi + p))
+    } else {
+        Ok((lo - 0.5, hi + 0.5))
+    }
+}

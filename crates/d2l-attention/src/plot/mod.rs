@@ -1,0 +1,151 @@
+//! The book's two figure helpers, named as in d2l: [`show_heatmaps`] (d2l
+//! zh §10.1 / en §11.1) and [`plot`] (d2l §2.4 `d2l.plot`). Both return an
+//! [`Svg`]; the same input always gives a byte-identical SVG.
+//!
+//! They draw with plotters' SVG backend without its `ttf` feature: text is
+//! written as SVG `<text>` and rendered by the browser, so no system fonts
+//! are needed.
+
+mod colormap;
+mod heatmap;
+mod lines;
+
+use std::path::Path;
+
+use crate::files::{WriteError, write_atomic};
+
+pub use colormap::Cmap;
+pub use heatmap::show_heatmaps;
+pub use lines::{Axes, LineStyle, Series, plot};
+
+/// Pixels per inch: `figsize` is given in inches, as in matplotlib.
+pub const PX_PER_INCH: f64 = 100.0;
+/// Font size of axis labels and titles, in px.
+const LABEL_FONT: u32 = 14;
+/// Font size of tick labels, in px.
+const TICK_FONT: u32 = 12;
+const FONT: &str = "sans-serif";
+
+/// Why a figure could not be drawn or saved.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    /// An argument was unusable; the message names it.
+    #[error("invalid `{arg}`: {reason}")]
+    InvalidArgument {
+        /// The argument's name, as in the function's signature.
+        arg: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The tensor could not be read back from its device.
+    #[error("cannot read `{arg}` from its device: {reason}")]
+    Read {
+        /// The argument's name.
+        arg: &'static str,
+        /// What burn said.
+        reason: String,
+    },
+    /// plotters failed while drawing.
+    #[error("drawing failed: {0}")]
+    Draw(String),
+    /// The SVG could not be written.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+}
+
+fn invalid(arg: &'static str, reason: impl Into<String>) -> PlotError {
+    PlotError::InvalidArgument { arg, reason: reason.into() }
+}
+
+fn draw_err<E: std::fmt::Debug>(e: E) -> PlotError {
+    PlotError::Draw(format!("{e:?}"))
+}
+
+/// A finished figure: an SVG document.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Svg(String);
+
+impl Svg {
+    /// The SVG text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Writes the figure to `path` atomically (temp file + rename): on error
+    /// nothing at `path` changes.
+    ///
+    /// # Errors
+    /// [`PlotError::Write`] naming `path` when its folder is missing or not
+    /// writable.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), PlotError> {
+        Ok(write_atomic(path.as_ref(), self.0.as_bytes())?)
+    }
+}
+
+/// Checks a `figsize` in inches and returns it in whole pixels.
+fn pixels(figsize: (f64, f64)) -> Result<(u32, u32), PlotError> {
+    let ok = |v: f64| v.is_finite() && (0.5..=40.0).contains(&v);
+    if !ok(figsize.0) || !ok(figsize.1) {
+        return Err(invalid("figsize", format!("{figsize:?} inches; each side must be in 0.5..=40")));
+    }
+    Ok(((figsize.0 * PX_PER_INCH).round() as u32, (figsize.1 * PX_PER_INCH).round() as u32))
+}
+
+/// Tick positions 0, step, 2·step, … below `n`, with a step of 1, 2 or 5 ×
+/// 10^k chosen so that there are at most six ticks (as matplotlib shows a
+/// heatmap's rows and columns).
+fn integer_ticks(n: usize) -> Vec<f64> {
+    let step = [1, 2, 5]
+        .iter()
+        .flat_map(|m| (0..10).map(move |e| m * 10usize.pow(e)))
+        .filter(|s| n.div_ceil(*s) <= 6)
+        .min()
+        .unwrap_or(1);
+    (0..n).step_by(step).map(|i| i as f64).collect()
+}
+
+/// Formats a tick value with as many decimals as the tick spacing needs.
+fn tick_label(v: f64, span: f64) -> String {
+    let decimals = if span >= 10.0 { 0 } else if span >= 1.0 { 1 } else { 2 };
+    let s = format!("{v:.decimals$}");
+    if s.starts_with('-') && s.trim_start_matches(['-', '0', '.']).is_empty() { s[1..].to_owned() } else { s }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_like_matplotlib() {
+        assert_eq!(integer_ticks(1), vec![0.0]);
+        assert_eq!(integer_ticks(4), vec![0.0, 1.0, 2.0, 3.0]);
+        assert_eq!(integer_ticks(10), vec![0.0, 2.0, 4.0, 6.0, 8.0]);
+        assert_eq!(integer_ticks(50), vec![0.0, 10.0, 20.0, 30.0, 40.0]);
+        assert_eq!(integer_ticks(101), vec![0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
+    }
+
+    #[test]
+    fn tick_labels_drop_negative_zero() {
+        assert_eq!(tick_label(-0.0001, 1.0), "0.0");
+        assert_eq!(tick_label(0.25, 0.5), "0.25");
+        assert_eq!(tick_label(20.0, 40.0), "20");
+    }
+
+    #[test]
+    fn figsize_is_checked() {
+        assert_eq!(pixels((2.5, 3.5)).unwrap(), (250, 350));
+        for bad in [(0.0, 1.0), (1.0, f64::NAN), (100.0, 1.0)] {
+            assert!(pixels(bad).unwrap_err().to_string().contains("`figsize`"));
+        }
+    }
+
+    #[test]
+    fn save_into_a_missing_folder_fails_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocker = dir.path().join("figures");
+        std::fs::write(&blocker, "a file where a folder should be").unwrap();
+        let err = Svg("<svg/>".into()).save(blocker.join("x.svg")).unwrap_err();
+        assert!(err.to_string().contains("figures/x.svg"), "{err}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}
