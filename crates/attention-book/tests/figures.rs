@@ -28,7 +28,7 @@ fn every_listing_was_rendered_from_the_current_code() {
 #[test]
 fn captured_outputs_match_what_the_listings_print_and_draw() {
     let device = Backend::Flex.device().unwrap();
-    for l in listing::all().into_iter().filter(|l| !l.heavy) {
+    for l in listing::all().into_iter().filter(|l| l.rerun_in_tests) {
         let out = l.execute(&device).unwrap();
         for (name, contents) in out.files(l.name) {
             let committed = fs::read_to_string(figures().join(&name)).unwrap_or_default();
@@ -41,7 +41,7 @@ fn captured_outputs_match_what_the_listings_print_and_draw() {
 fn figure_and_listing_names_are_unique() {
     let device = Backend::Flex.device().unwrap();
     let mut seen = Vec::new();
-    for l in listing::all().into_iter().filter(|l| !l.heavy) {
+    for l in listing::all().into_iter().filter(|l| l.rerun_in_tests) {
         for (name, _) in l.execute(&device).unwrap().files(l.name) {
             assert!(!seen.contains(&name), "two listings write figures/{name}");
             seen.push(name);
@@ -60,7 +60,7 @@ fn broken(_: &burn::tensor::Device, _: &mut Output) -> anyhow::Result<()> {
     anyhow::bail!("the listing's own error")
 }
 
-const HELLO: Listing = Listing { name: "hello", sources: &["v1"], heavy: false, run: hello };
+const HELLO: Listing = Listing { name: "hello", sources: &["v1"], rerun_in_tests: true, run: hello };
 
 #[test]
 fn render_skips_what_is_up_to_date_and_reruns_what_changed() {
@@ -82,7 +82,7 @@ fn render_skips_what_is_up_to_date_and_reruns_what_changed() {
 #[test]
 fn a_failing_listing_stops_the_render_with_its_name_and_leaves_no_partial_file() {
     let dir = tempfile::tempdir().unwrap();
-    let bad = Listing { name: "broken", sources: &[], heavy: false, run: broken };
+    let bad = Listing { name: "broken", sources: &[], rerun_in_tests: true, run: broken };
     let err = render(&[HELLO, bad], dir.path(), Backend::Flex, false).unwrap_err();
     let msg = format!("{err:#}");
     assert!(msg.contains("listing `broken` failed") && msg.contains("the listing's own error"), "{msg}");

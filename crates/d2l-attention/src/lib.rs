@@ -6,10 +6,12 @@
 //! d2l marks `#@save`) and its listings; [`plot`] draws the figures and
 //! [`device`] turns a reader's backend choice into a [`burn::tensor::Device`].
 
+pub mod attention_scoring;
 pub mod data;
 pub mod device;
 pub mod files;
 pub mod listing;
+pub mod nadaraya_watson;
 pub mod plot;
 pub mod queries_keys_values;
 

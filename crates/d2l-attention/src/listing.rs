@@ -27,9 +27,11 @@ pub struct Listing {
     /// The text of the source files it depends on beyond [`COMMON_SOURCES`]
     /// (its chapter module, and modules of earlier chapters it uses).
     pub sources: &'static [&'static str],
-    /// Too slow for `cargo test` in debug (e.g. a full training run): tests
-    /// then check only that its outputs are up to date with its sources.
-    pub heavy: bool,
+    /// Whether `cargo test` runs it again and compares its outputs with the
+    /// committed ones. False for a listing too slow for a debug build (a
+    /// full training run) or whose output depends on timing: tests then
+    /// check only that its outputs were made from the current sources.
+    pub rerun_in_tests: bool,
     /// The code.
     pub run: RunFn,
 }
@@ -52,7 +54,7 @@ pub const COMMON_SOURCES: &[&str] = &[
 
 /// Every listing of the book, in reading order.
 pub fn all() -> Vec<Listing> {
-    [crate::queries_keys_values::LISTINGS].concat()
+    [crate::queries_keys_values::LISTINGS, crate::nadaraya_watson::LISTINGS, crate::attention_scoring::LISTINGS].concat()
 }
 
 impl Listing {

@@ -11,11 +11,11 @@ use crate::{Cmap, show_heatmaps};
 
 /// This chapter's listings.
 pub const LISTINGS: &[Listing] = &[
-    Listing { name: "qkv-eye", sources: &[include_str!("queries_keys_values.rs")], heavy: false, run: eye },
+    Listing { name: "qkv-eye", sources: &[include_str!("queries_keys_values.rs")], rerun_in_tests: true, run: eye },
     Listing {
         name: "qkv-softmax-rows",
         sources: &[include_str!("queries_keys_values.rs")],
-        heavy: false,
+        rerun_in_tests: true,
         run: softmax_rows,
     },
 ];
@@ -68,8 +68,8 @@ mod tests {
             // (the colorbar's bands take the colours of their midpoints).
             assert_eq!(count(svg.as_str(), "fill=\"#67000D\""), 10, "{backend}");
             assert_eq!(count(svg.as_str(), "fill=\"#FFF5F0\""), 90, "{backend}");
-            for label in [">Keys<", ">Queries<", ">8<", ">1.0<"] {
-                assert!(svg.as_str().contains(label), "{backend}: {label} missing");
+            for label in ["Keys", "Queries", "8", "1.0"] {
+                assert!(svg.as_str().contains(&format!(">\n{label}\n</text>")), "{backend}: {label} missing");
             }
         }
     }

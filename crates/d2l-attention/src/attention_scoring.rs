@@ -1,0 +1,505 @@
+//! Attention scoring functions (d2l zh §10.3, en §11.3): masked softmax,
+//! additive, dot-product and bilinear scores, and self-attention written
+//! as a double loop and vectorised (seed notebook `002`).
+
+use std::fmt::Write;
+
+use burn::module::Module;
+use burn::nn::{Dropout, DropoutConfig, Linear, LinearConfig};
+use burn::prelude::Config;
+use burn::tensor::{Device, Int, Tensor, activation::softmax};
+
+use crate::data::{format_tensor, rand, randn};
+use crate::listing::{Listing, Output};
+use crate::{Cmap, show_heatmaps};
+
+/// The value d2l's `sequence_mask` writes into masked scores before the
+/// softmax. Finite on purpose: exp(−10⁶ − max) underflows to exactly 0,
+/// while a fully masked row stays finite (uniform), in value and gradient;
+/// a −∞ fill would give NaN there (pytorch#41508, burn#4694).
+pub const MASK_VALUE: f32 = -1e6;
+
+/// Why an attention call was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum AttentionError {
+    /// One tensor has the wrong shape.
+    #[error("`{arg}` has shape {got:?}, expected {expected}")]
+    Shape {
+        /// The argument.
+        arg: &'static str,
+        /// Its shape.
+        got: Vec<usize>,
+        /// What was expected, in words.
+        expected: String,
+    },
+    /// Two tensors disagree.
+    #[error("`{a}` {a_shape:?} and `{b}` {b_shape:?} disagree: {why}")]
+    Mismatch {
+        /// The first argument.
+        a: &'static str,
+        /// Its shape.
+        a_shape: Vec<usize>,
+        /// The second argument.
+        b: &'static str,
+        /// Its shape.
+        b_shape: Vec<usize>,
+        /// The dimension that differs, in words.
+        why: &'static str,
+    },
+    /// A valid length outside 0..=num_keys.
+    #[error("`valid_lens` holds {value} at {index:?}; each valid length must be in 0..={num_keys}")]
+    ValidLen {
+        /// The offending length.
+        value: i64,
+        /// Where it is in `valid_lens`.
+        index: Vec<usize>,
+        /// The number of keys.
+        num_keys: usize,
+    },
+}
+
+/// How many keys each query may attend to: the first `valid_len` keys count,
+/// the rest (padding) get weight exactly 0.
+#[derive(Clone, Debug)]
+pub enum ValidLens {
+    /// (batch_size,): one length shared by all queries of a batch element
+    /// (d2l's 1-D `valid_lens`).
+    PerSequence(Tensor<1, Int>),
+    /// (batch_size, num_queries): a length per query (d2l's 2-D `valid_lens`).
+    PerQuery(Tensor<2, Int>),
+}
+
+impl From<Tensor<1, Int>> for ValidLens {
+    fn from(t: Tensor<1, Int>) -> Self {
+        ValidLens::PerSequence(t)
+    }
+}
+
+impl From<Tensor<2, Int>> for ValidLens {
+    fn from(t: Tensor<2, Int>) -> Self {
+        ValidLens::PerQuery(t)
+    }
+}
+
+impl ValidLens {
+    /// The lengths as (batch_size, num_queries, 1), after checking their
+    /// shape and range.
+    fn per_query(self, batch_size: usize, num_queries: usize, num_keys: usize) -> Result<Tensor<3, Int>, AttentionError> {
+        let (lens, expected) = match self {
+            ValidLens::PerSequence(t) => {
+                let ok = t.dims() == [batch_size];
+                let lens = ok.then(|| t.clone().reshape([batch_size, 1, 1]).expand([batch_size, num_queries, 1]));
+                (lens.ok_or_else(|| t.dims().to_vec()), format!("({batch_size},) or ({batch_size}, {num_queries})"))
+            }
+            ValidLens::PerQuery(t) => {
+                let ok = t.dims() == [batch_size, num_queries];
+                let lens = ok.then(|| t.clone().reshape([batch_size, num_queries, 1]));
+                (lens.ok_or_else(|| t.dims().to_vec()), format!("({batch_size},) or ({batch_size}, {num_queries})"))
+            }
+        };
+        let lens = lens.map_err(|got| AttentionError::Shape { arg: "valid_lens", got, expected })?;
+        let values = lens.clone().try_into_vec_as::<i64>().unwrap_or_default();
+        if let Some(i) = values.iter().position(|&v| v < 0 || v as usize > num_keys) {
+            return Err(AttentionError::ValidLen { value: values[i], index: vec![i / num_queries, i % num_queries], num_keys });
+        }
+        Ok(lens)
+    }
+}
+
+fn check_rank3(arg: &'static str, dims: [usize; 3], batch_size: usize) -> Result<(), AttentionError> {
+    if dims[0] != batch_size {
+        return Err(AttentionError::Shape { arg, got: dims.to_vec(), expected: format!("batch size {batch_size}") });
+    }
+    Ok(())
+}
+
+/// Softmax over the last axis of `scores` that ignores keys past each
+/// query's valid length (d2l zh §10.3.1, `masked_softmax`).
+///
+/// - `scores`: (batch_size, num_queries, num_keys).
+/// - `valid_lens`: `None` (every key counts), [`ValidLens::PerSequence`]
+///   (batch_size,) or [`ValidLens::PerQuery`] (batch_size, num_queries).
+///
+/// Returns the weights, shaped like `scores`: each row sums to 1 over its
+/// valid keys, and keys at or past the valid length get exactly 0. A row
+/// with valid length 0 is **uniform** (1/num_keys each), as in d2l, whose
+/// masked scores are [`MASK_VALUE`]: finite, so neither the weights nor
+/// their gradient contain NaN. (PyTorch's fused SDPA returns zeros there.)
+///
+/// # Errors
+/// [`AttentionError::Shape`] when `valid_lens` is not (batch_size,) or
+/// (batch_size, num_queries); [`AttentionError::ValidLen`] when a length is
+/// negative or larger than num_keys.
+// ANCHOR: masked_softmax
+pub fn masked_softmax(scores: Tensor<3>, valid_lens: Option<ValidLens>) -> Result<Tensor<3>, AttentionError> {
+    let Some(valid_lens) = valid_lens else {
+        return Ok(softmax(scores, 2));
+    };
+    let [batch_size, num_queries, num_keys] = scores.dims();
+    let lens = valid_lens.per_query(batch_size, num_queries, num_keys)?;
+    let shape = [batch_size, num_queries, num_keys];
+    let positions = Tensor::<1, Int>::arange(0..num_keys as i64, &scores.device()).reshape([1, 1, num_keys]);
+    let masked = positions.expand(shape).greater_equal(lens.expand(shape));
+    Ok(softmax(scores.mask_fill(masked, MASK_VALUE), 2))
+}
+// ANCHOR_END: masked_softmax
+
+/// What an attention layer returns.
+#[derive(Clone, Debug)]
+pub struct Attended {
+    /// The pooled values: (batch_size, num_queries, value_size).
+    pub output: Tensor<3>,
+    /// The attention weights (before dropout): (batch_size, num_queries, num_keys).
+    pub attention_weights: Tensor<3>,
+}
+
+/// Checks queries (b, q, dq), keys (b, k, dk) and values (b, k, dv) against
+/// each other and returns (b, q, k).
+fn check_qkv(queries: &Tensor<3>, keys: &Tensor<3>, values: &Tensor<3>) -> Result<(), AttentionError> {
+    let (q, k, v) = (queries.dims(), keys.dims(), values.dims());
+    check_rank3("keys", k, q[0])?;
+    check_rank3("values", v, q[0])?;
+    if k[1] != v[1] {
+        return Err(AttentionError::Mismatch {
+            a: "keys",
+            a_shape: k.to_vec(),
+            b: "values",
+            b_shape: v.to_vec(),
+            why: "one value is needed per key (dimension 1)",
+        });
+    }
+    Ok(())
+}
+
+/// Weights the values: dropout on the weights (active only when training
+/// on an autodiff device), then a batched matrix product.
+fn pool(dropout: &Dropout, weights: Tensor<3>, values: Tensor<3>) -> Attended {
+    let output = dropout.forward(weights.clone()).matmul(values);
+    Attended { output, attention_weights: weights }
+}
+
+/// Configuration of [`AdditiveAttention`]; d2l's
+/// `AdditiveAttention(key_size, query_size, num_hiddens, dropout)`.
+#[derive(Config, Debug)]
+pub struct AdditiveAttentionConfig {
+    /// Size of a key vector.
+    pub key_size: usize,
+    /// Size of a query vector.
+    pub query_size: usize,
+    /// Size of the hidden layer that compares them.
+    pub num_hiddens: usize,
+    /// Dropout probability on the attention weights.
+    #[config(default = 0.0)]
+    pub dropout: f64,
+}
+
+impl AdditiveAttentionConfig {
+    /// A layer with freshly initialised weights on `device`.
+    pub fn init(&self, device: &Device) -> AdditiveAttention {
+        let linear = |i, o| LinearConfig::new(i, o).with_bias(false).init(device);
+        AdditiveAttention {
+            w_k: linear(self.key_size, self.num_hiddens),
+            w_q: linear(self.query_size, self.num_hiddens),
+            w_v: linear(self.num_hiddens, 1),
+            dropout: DropoutConfig::new(self.dropout).init(),
+        }
+    }
+}
+
+/// Additive attention (Bahdanau et al., 2015; d2l zh §10.3.2, eq. 10.3.3):
+/// score a(q, k) = w_vᵀ tanh(W_q q + W_k k). Queries and keys may have
+/// different sizes.
+#[derive(Module, Debug)]
+pub struct AdditiveAttention {
+    /// W_k, (key_size → num_hiddens), no bias.
+    pub w_k: Linear,
+    /// W_q, (query_size → num_hiddens), no bias.
+    pub w_q: Linear,
+    /// w_v, (num_hiddens → 1), no bias.
+    pub w_v: Linear,
+    /// Dropout on the attention weights.
+    pub dropout: Dropout,
+}
+
+impl AdditiveAttention {
+    /// The scores of every query against every key: (batch_size,
+    /// num_queries, num_keys), from queries (batch_size, num_queries,
+    /// query_size) and keys (batch_size, num_keys, key_size).
+// ANCHOR: additive
+    pub fn scores(&self, queries: Tensor<3>, keys: Tensor<3>) -> Tensor<3> {
+        let queries = self.w_q.forward(queries).unsqueeze_dim::<4>(2); // (b, q, 1, h)
+        let keys = self.w_k.forward(keys).unsqueeze_dim::<4>(1); // (b, 1, k, h)
+        let features = (queries + keys).tanh(); // (b, q, k, h)
+        self.w_v.forward(features).squeeze_dim::<3>(3)
+    }
+// ANCHOR_END: additive
+
+    /// Attention pooling of `values` (batch_size, num_keys, value_size) for
+    /// `queries` (batch_size, num_queries, query_size) over `keys`
+    /// (batch_size, num_keys, key_size), masked by `valid_lens` as in
+    /// [`masked_softmax`].
+    ///
+    /// # Errors
+    /// [`AttentionError`] when the batch sizes differ, keys and values
+    /// differ in number, the query or key size is not the configured one,
+    /// or `valid_lens` is malformed.
+    pub fn forward(&self, queries: Tensor<3>, keys: Tensor<3>, values: Tensor<3>, valid_lens: Option<ValidLens>) -> Result<Attended, AttentionError> {
+        check_qkv(&queries, &keys, &values)?;
+        let [query_size, _] = self.w_q.weight.dims();
+        let [key_size, _] = self.w_k.weight.dims();
+        if queries.dims()[2] != query_size {
+            return Err(AttentionError::Shape { arg: "queries", got: queries.dims().to_vec(), expected: format!("query_size {query_size}") });
+        }
+        if keys.dims()[2] != key_size {
+            return Err(AttentionError::Shape { arg: "keys", got: keys.dims().to_vec(), expected: format!("key_size {key_size}") });
+        }
+        let weights = masked_softmax(self.scores(queries, keys), valid_lens)?;
+        Ok(pool(&self.dropout, weights, values))
+    }
+}
+
+/// Configuration of [`DotProductAttention`].
+#[derive(Config, Debug)]
+pub struct DotProductAttentionConfig {
+    /// Dropout probability on the attention weights.
+    #[config(default = 0.0)]
+    pub dropout: f64,
+    /// Divide the scores by √d (d = query and key size), as d2l does.
+    #[config(default = true)]
+    pub scaled: bool,
+}
+
+impl DotProductAttentionConfig {
+    /// The layer (it has no weights).
+    pub fn init(&self) -> DotProductAttention {
+        DotProductAttention { dropout: DropoutConfig::new(self.dropout).init(), scaled: self.scaled }
+    }
+}
+
+/// (Scaled) dot-product attention (Vaswani et al., 2017; d2l zh §10.3.3,
+/// eq. 10.3.4): score a(q, k) = qᵀk / √d. Queries and keys must have the
+/// same size d.
+#[derive(Module, Debug)]
+pub struct DotProductAttention {
+    /// Dropout on the attention weights.
+    pub dropout: Dropout,
+    /// Whether scores are divided by √d.
+    pub scaled: bool,
+}
+
+impl DotProductAttention {
+    /// The scores qᵀk (/ √d when scaled): (batch_size, num_queries,
+    /// num_keys), from queries (batch_size, num_queries, d) and keys
+    /// (batch_size, num_keys, d).
+    ///
+    /// # Errors
+    /// [`AttentionError::Mismatch`] naming both shapes when the sizes differ.
+// ANCHOR: dot_product
+    pub fn scores(&self, queries: Tensor<3>, keys: Tensor<3>) -> Result<Tensor<3>, AttentionError> {
+        let (q, k) = (queries.dims(), keys.dims());
+        if q[2] != k[2] || q[0] != k[0] {
+            let why = if q[0] != k[0] { "batch sizes differ" } else { "a dot product needs queries and keys of one size (dimension 2)" };
+            return Err(AttentionError::Mismatch { a: "queries", a_shape: q.to_vec(), b: "keys", b_shape: k.to_vec(), why });
+        }
+        let scores = queries.matmul(keys.swap_dims(1, 2));
+        Ok(if self.scaled { scores / (q[2] as f64).sqrt() } else { scores })
+    }
+// ANCHOR_END: dot_product
+
+    /// Attention pooling of `values` (batch_size, num_keys, value_size) for
+    /// `queries` (batch_size, num_queries, d) over `keys` (batch_size,
+    /// num_keys, d), masked by `valid_lens` as in [`masked_softmax`].
+    ///
+    /// # Errors
+    /// [`AttentionError`] when the shapes disagree or `valid_lens` is malformed.
+    pub fn forward(&self, queries: Tensor<3>, keys: Tensor<3>, values: Tensor<3>, valid_lens: Option<ValidLens>) -> Result<Attended, AttentionError> {
+        check_qkv(&queries, &keys, &values)?;
+        let weights = masked_softmax(self.scores(queries, keys)?, valid_lens)?;
+        Ok(pool(&self.dropout, weights, values))
+    }
+}
+
+/// Bilinear scores a(q, k) = kᵀ W q (seed `002`'s table; Luong et al.,
+/// 2015, "general"): (batch_size, num_queries, num_keys), from queries
+/// (batch_size, num_queries, query_size), keys (batch_size, num_keys,
+/// key_size) and `w` (key_size, query_size).
+///
+/// # Errors
+/// [`AttentionError::Mismatch`] when `w` does not fit the query or key size.
+// ANCHOR: bilinear
+pub fn bilinear_scores(queries: Tensor<3>, keys: Tensor<3>, w: Tensor<2>) -> Result<Tensor<3>, AttentionError> {
+    let (q, k, wd) = (queries.dims(), keys.dims(), w.dims());
+    if wd != [k[2], q[2]] {
+        return Err(AttentionError::Mismatch { a: "w", a_shape: wd.to_vec(), b: "queries", b_shape: q.to_vec(), why: "w must be (key_size, query_size)" });
+    }
+    let projected = queries.matmul(w.transpose().unsqueeze_dim::<3>(0)); // (b, q, key_size)
+    Ok(projected.matmul(keys.swap_dims(1, 2)))
+}
+// ANCHOR_END: bilinear
+
+/// Self-attention as seed `002` writes it, one score at a time: tokens are
+/// the N columns of `x` (d1, N); Q = W_Q X, K = W_K X, V = W_V X with `w_q`,
+/// `w_k` (d3, d1) and `w_v` (d2, d1); h_i = Σ_j softmax_j(k_j·q_i / √d3) v_j.
+/// Returns H (d2, N). Slow on purpose: it is the definition, spelled out.
+// ANCHOR: self_attention_loop
+pub fn self_attention_loop(x: &Tensor<2>, w_q: &Tensor<2>, w_k: &Tensor<2>, w_v: &Tensor<2>) -> Tensor<2> {
+    let (q, k, v) = (w_q.clone().matmul(x.clone()), w_k.clone().matmul(x.clone()), w_v.clone().matmul(x.clone()));
+    let [d3, n] = q.dims();
+    let column = |m: &Tensor<2>, j: usize| m.clone().narrow(1, j, 1); // (rows, 1)
+    let outputs: Vec<Tensor<2>> = (0..n)
+        .map(|i| {
+            let scores: Vec<f32> = (0..n)
+                .map(|j| (column(&k, j) * column(&q, i)).sum().into_scalar::<f32>() / (d3 as f32).sqrt())
+                .collect();
+            let alpha = softmax(Tensor::<1>::from_floats(scores.as_slice(), &x.device()), 0);
+            (0..n).map(|j| column(&v, j) * alpha.clone().narrow(0, j, 1).unsqueeze::<2>()).reduce(|a, b| a + b).expect("N > 0")
+        })
+        .collect();
+    Tensor::cat(outputs, 1)
+}
+// ANCHOR_END: self_attention_loop
+
+/// The same self-attention vectorised: A = softmax(QᵀK / √d3) row by row
+/// (query i in row i), H = V Aᵀ. Returns (H (d2, N), A (N, N)).
+// ANCHOR: self_attention
+pub fn self_attention(x: &Tensor<2>, w_q: &Tensor<2>, w_k: &Tensor<2>, w_v: &Tensor<2>) -> (Tensor<2>, Tensor<2>) {
+    let (q, k, v) = (w_q.clone().matmul(x.clone()), w_k.clone().matmul(x.clone()), w_v.clone().matmul(x.clone()));
+    let d3 = q.dims()[0] as f64;
+    let weights = softmax(q.transpose().matmul(k) / d3.sqrt(), 1);
+    (v.matmul(weights.clone().transpose()), weights)
+}
+// ANCHOR_END: self_attention
+
+const SOURCES: &[&str] = &[include_str!("attention_scoring.rs")];
+
+/// This chapter's listings.
+pub const LISTINGS: &[Listing] = &[
+    Listing { name: "scoring-masked-softmax", sources: SOURCES, rerun_in_tests: true, run: masked_softmax_demo },
+    Listing { name: "scoring-additive", sources: SOURCES, rerun_in_tests: true, run: additive_demo },
+    Listing { name: "scoring-dot-product", sources: SOURCES, rerun_in_tests: true, run: dot_product_demo },
+    Listing { name: "scoring-variance", sources: SOURCES, rerun_in_tests: true, run: variance_demo },
+    Listing { name: "scoring-table", sources: SOURCES, rerun_in_tests: true, run: table_demo },
+    Listing { name: "scoring-self-attention", sources: SOURCES, rerun_in_tests: true, run: self_attention_demo },
+    Listing { name: "scoring-projection", sources: SOURCES, rerun_in_tests: true, run: projection_exercise },
+];
+
+fn masked_softmax_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: masked_softmax_demo
+    let scores = rand([2, 2, 4], 0, device);
+    let per_sequence = Tensor::<1, Int>::from_ints([2, 3], device);
+    let weights = masked_softmax(scores.clone(), Some(per_sequence.into()))?;
+    writeln!(out, "valid_lens [2, 3]:\n{}", format_tensor(weights, 4))?;
+    let per_query = Tensor::<2, Int>::from_ints([[1, 3], [2, 4]], device);
+    let weights = masked_softmax(scores, Some(per_query.into()))?;
+    writeln!(out, "valid_lens [[1, 3], [2, 4]]:\n{}", format_tensor(weights, 4))?;
+    // ANCHOR_END: masked_softmax_demo
+    Ok(())
+}
+
+/// The demo values of d2l §10.3: arange(40) as ten 4-vectors, for both batch elements.
+fn demo_values(device: &Device) -> Tensor<3> {
+    Tensor::<1, Int>::arange(0..40, device).float().reshape([1, 10, 4]).repeat_dim(0, 2)
+}
+
+fn additive_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: additive_demo
+    let queries = randn([2, 1, 20], 1, device);
+    let keys = Tensor::<3>::ones([2, 10, 2], device);
+    let values = demo_values(device); // (2, 10, 4): 0, 1, …, 39 in both batch elements
+    let valid_lens = Tensor::<1, Int>::from_ints([2, 6], device);
+    let attention = AdditiveAttentionConfig::new(2, 20, 8).with_dropout(0.1).init(device);
+    let attended = attention.forward(queries, keys, values, Some(valid_lens.into()))?;
+    writeln!(out, "{}", format_tensor(attended.output, 4))?;
+    let weights = attended.attention_weights.reshape([1, 1, 2, 10]);
+    let figure = show_heatmaps(&weights, "Keys", "Queries", None, (2.5, 2.5), Cmap::Reds)?;
+    // ANCHOR_END: additive_demo
+    out.figure("scoring-additive", figure);
+    Ok(())
+}
+
+fn dot_product_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: dot_product_demo
+    let queries = randn([2, 1, 2], 2, device);
+    let keys = Tensor::<3>::ones([2, 10, 2], device);
+    let valid_lens = Tensor::<1, Int>::from_ints([2, 6], device);
+    let attention = DotProductAttentionConfig::new().with_dropout(0.5).init();
+    let attended = attention.forward(queries, keys, demo_values(device), Some(valid_lens.into()))?;
+    writeln!(out, "{}", format_tensor(attended.output, 4))?;
+    let weights = attended.attention_weights.reshape([1, 1, 2, 10]);
+    let figure = show_heatmaps(&weights, "Keys", "Queries", None, (2.5, 2.5), Cmap::Reds)?;
+    // ANCHOR_END: dot_product_demo
+    out.figure("scoring-dot-product", figure);
+    Ok(())
+}
+
+fn variance_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: variance_demo
+    // 10 000 pairs of N(0, 1) vectors of size d: how spread out are their dot products?
+    for d in [2, 16, 128, 1024] {
+        let queries = randn([10_000, d], 3, device);
+        let keys = randn([10_000, d], 4, device);
+        let dots = (queries * keys).sum_dim(1);
+        let variance = |x: Tensor<2>| x.clone().powi_scalar(2).mean().into_scalar::<f32>() - x.mean().into_scalar::<f32>().powi(2);
+        let (raw, scaled) = (variance(dots.clone()), variance(dots / (d as f64).sqrt()));
+        writeln!(out, "d = {d:>4}: variance of q·k {raw:>8.2}, of q·k/√d {scaled:.2}")?;
+    }
+    // ANCHOR_END: variance_demo
+    Ok(())
+}
+
+fn table_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: table_demo
+    // One batch element, two queries, four keys, all of size 3.
+    let queries = randn([1, 2, 3], 5, device);
+    let keys = randn([1, 4, 3], 6, device);
+    let additive = AdditiveAttentionConfig::new(3, 3, 8).init(device);
+    let dot = DotProductAttentionConfig::new().with_scaled(false).init();
+    let scaled_dot = DotProductAttentionConfig::new().init();
+    let w = randn([3, 3], 7, device);
+    let table = [
+        ("additive      wᵀtanh(W_q q + W_k k)", additive.scores(queries.clone(), keys.clone())),
+        ("dot product   kᵀq", dot.scores(queries.clone(), keys.clone())?),
+        ("scaled dot    kᵀq / √d", scaled_dot.scores(queries.clone(), keys.clone())?),
+        ("bilinear      kᵀ W q", bilinear_scores(queries, keys, w)?),
+    ];
+    for (name, scores) in table {
+        let weights = masked_softmax(scores.clone(), None)?;
+        writeln!(out, "{name}\n  scores  {}\n  weights {}", format_tensor(scores.squeeze::<2>(), 3), format_tensor(weights.squeeze::<2>(), 3))?;
+    }
+    // ANCHOR_END: table_demo
+    Ok(())
+}
+
+fn self_attention_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: self_attention_demo
+    // Five tokens of size d1 = 6; d3 = 4 for queries and keys, d2 = 3 for values.
+    let x = randn([6, 5], 8, device);
+    let (w_q, w_k, w_v) = (randn([4, 6], 9, device), randn([4, 6], 10, device), randn([3, 6], 11, device));
+    let by_loop = self_attention_loop(&x, &w_q, &w_k, &w_v);
+    let (vectorised, weights) = self_attention(&x, &w_q, &w_k, &w_v);
+    let gap = (by_loop - vectorised.clone()).abs().max().into_scalar::<f32>();
+    writeln!(out, "H =\n{}\nlargest difference between loop and vectorised: {gap:.1e}", format_tensor(vectorised, 4))?;
+    let figure = show_heatmaps(&weights.reshape([1, 1, 5, 5]), "Keys", "Queries", None, (2.5, 2.5), Cmap::Reds)?;
+    // ANCHOR_END: self_attention_demo
+    out.figure("scoring-self-attention", figure);
+    Ok(())
+}
+
+/// Exercise: dot-product attention between queries and keys of different
+/// sizes, by projecting the queries to the key size first.
+fn projection_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: projection_exercise
+    let queries = randn([2, 1, 20], 1, device); // query_size 20
+    let keys = randn([2, 10, 2], 12, device); // key_size 2
+    let valid_lens = Tensor::<1, Int>::from_ints([2, 6], device);
+    let attention = DotProductAttentionConfig::new().init();
+    // Without a projection the sizes cannot meet:
+    let refused = attention.forward(queries.clone(), keys.clone(), demo_values(device), None).unwrap_err();
+    writeln!(out, "error: {refused}")?;
+    // A learnable W (query_size → key_size) makes them comparable: score = kᵀ(W q) / √2.
+    let project = LinearConfig::new(20, 2).with_bias(false).init(device);
+    let attended = attention.forward(project.forward(queries), keys, demo_values(device), Some(valid_lens.into()))?;
+    writeln!(out, "weights:\n{}", format_tensor(attended.attention_weights, 4))?;
+    // ANCHOR_END: projection_exercise
+    Ok(())
+}

@@ -1,0 +1,528 @@
+//! Attention pooling: Nadaraya–Watson kernel regression (d2l zh §10.2,
+//! en §11.2), non-parametric and with one learnable parameter.
+
+use std::fmt::Write;
+
+use burn::module::{Module, Param};
+use burn::tensor::{Device, Int, Tensor, TensorData, activation::softmax};
+use rand::{RngExt, SeedableRng, rngs::StdRng};
+use rand_distr::Normal;
+
+use crate::data::{format_row, format_tensor, rand, randn};
+use crate::listing::{Listing, Output};
+use crate::plot::PlotError;
+use crate::{Axes, Cmap, Series, Svg, plot, show_heatmaps};
+
+/// Why a regression could not be computed.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum RegressionError {
+    /// The training set is empty.
+    #[error("`x_train` is empty: kernel regression needs at least one training point")]
+    NoTrainingData,
+    /// Inputs and targets differ in length.
+    #[error("`x_train` has {x} points but `y_train` has {y}")]
+    Mismatch {
+        /// Number of inputs.
+        x: usize,
+        /// Number of targets.
+        y: usize,
+    },
+    /// A query has no training point inside the kernel's support, so its
+    /// weights would be 0/0.
+    #[error("query {query} (x = {x}) has no training point inside the {kernel} kernel's support; widen the kernel or add data")]
+    EmptySupport {
+        /// Index of the query.
+        query: usize,
+        /// Its value.
+        x: f32,
+        /// The kernel's name.
+        kernel: String,
+    },
+    /// Training diverged.
+    #[error("`w` became {w} at epoch {epoch}; lower the learning rate")]
+    Diverged {
+        /// The epoch (1-based).
+        epoch: usize,
+        /// The value it took.
+        w: f32,
+    },
+}
+
+/// The function to learn: f(x) = 2 sin x + x^0.8 (d2l zh §10.2.1).
+pub fn f(x: Tensor<1>) -> Tensor<1> {
+    x.clone().sin() * 2.0 + x.powf_scalar(0.8)
+}
+
+/// A regression data set on the device.
+#[derive(Clone, Debug)]
+pub struct Dataset {
+    /// Sorted training inputs, (n_train,).
+    pub x_train: Tensor<1>,
+    /// Noisy training targets f(x) + ε, ε ~ N(0, 0.5²), (n_train,).
+    pub y_train: Tensor<1>,
+    /// Test inputs 0, 0.1, …, 4.9, (50,).
+    pub x_test: Tensor<1>,
+    /// f at the test inputs, (50,).
+    pub y_truth: Tensor<1>,
+}
+
+impl Dataset {
+    /// d2l's data (zh §10.2.1): `n_train` inputs drawn uniformly from [0, 5)
+    /// and sorted, targets with Gaussian noise of standard deviation 0.5,
+    /// drawn from a generator seeded with `seed` (the same numbers on every
+    /// backend).
+    pub fn generate(n_train: usize, seed: u64, device: &Device) -> Self {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut x: Vec<f32> = (0..n_train).map(|_| rng.random::<f32>() * 5.0).collect();
+        x.sort_by(f32::total_cmp);
+        let noise = Normal::new(0.0f32, 0.5).expect("a valid standard deviation");
+        let noise: Vec<f32> = (0..n_train).map(|_| rng.sample(noise)).collect();
+        let x_train = Tensor::<1>::from_floats(x.as_slice(), device);
+        let y_train = f(x_train.clone()) + Tensor::from_floats(noise.as_slice(), device);
+        Self::from_parts(x_train, y_train, device)
+    }
+
+    /// A data set from given training points, with d2l's test inputs.
+    pub fn from_parts(x_train: Tensor<1>, y_train: Tensor<1>, device: &Device) -> Self {
+        let x_test: Vec<f32> = (0..50).map(|i| i as f32 * 0.1).collect();
+        let x_test = Tensor::<1>::from_floats(x_test.as_slice(), device);
+        let y_truth = f(x_test.clone());
+        Dataset { x_train, y_train, x_test, y_truth }
+    }
+}
+
+/// The baseline: every prediction is the mean of `y_train` (average
+/// pooling, d2l zh §10.2.2), for `n_test` queries.
+pub fn average_pooling(y_train: Tensor<1>, n_test: usize) -> Tensor<1> {
+    y_train.mean().expand([n_test])
+}
+
+fn check_training_set(x_train: &Tensor<1>, y_train: &Tensor<1>) -> Result<(), RegressionError> {
+    let (x, y) = (x_train.dims()[0], y_train.dims()[0]);
+    if x == 0 {
+        return Err(RegressionError::NoTrainingData);
+    }
+    if x != y {
+        return Err(RegressionError::Mismatch { x, y });
+    }
+    Ok(())
+}
+
+/// Non-parametric attention pooling with a Gaussian kernel (d2l zh
+/// eq. 10.2.6): weights = softmax over the training inputs of
+/// −(x − xᵢ)²/2, prediction = weights · y_train.
+///
+/// Returns (predictions (n_queries,), weights (n_queries, n_train)).
+///
+/// # Errors
+/// [`RegressionError`] when the training set is empty or `x_train` and
+/// `y_train` differ in length.
+pub fn nonparametric_pooling(x_train: Tensor<1>, y_train: Tensor<1>, queries: Tensor<1>) -> Result<(Tensor<1>, Tensor<2>), RegressionError> {
+    check_training_set(&x_train, &y_train)?;
+    // ANCHOR: nonparametric
+    // (n_queries, 1) − (1, n_train): every query against every key.
+    let differences = queries.unsqueeze_dim::<2>(1) - x_train.unsqueeze_dim::<2>(0);
+    let attention_weights = softmax(-differences.powi_scalar(2) / 2.0, 1);
+    let y_hat = attention_weights.clone().matmul(y_train.unsqueeze_dim::<2>(1)).squeeze_dim::<1>(1);
+    // ANCHOR_END: nonparametric
+    Ok((y_hat, attention_weights))
+}
+
+/// A kernel K(u) of the distance u between a query and a key (d2l en
+/// §11.2.1). The weights are K(x − xᵢ) normalised to sum to one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Kernel {
+    /// exp(−u² / (2σ²)); σ = 1 gives d2l zh's kernel.
+    Gaussian {
+        /// The bandwidth σ.
+        sigma: f32,
+    },
+    /// 1 for |u| < 1, else 0.
+    Boxcar,
+    /// 1 everywhere (average pooling).
+    Constant,
+    /// max(0, 1 − |u|), the kernel d2l en draws under the name
+    /// Epanechikov (the classical Epanechnikov kernel is max(0, 1 − u²)).
+    Epanechikov,
+}
+
+impl std::fmt::Display for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Kernel::Gaussian { sigma } => write!(f, "Gaussian (σ = {sigma})"),
+            Kernel::Boxcar => write!(f, "Boxcar"),
+            Kernel::Constant => write!(f, "Constant"),
+            Kernel::Epanechikov => write!(f, "Epanechikov"),
+        }
+    }
+}
+
+impl Kernel {
+    /// K(u), elementwise.
+    pub fn apply<const D: usize>(self, u: Tensor<D>) -> Tensor<D> {
+        // ANCHOR: kernels
+        match self {
+            Kernel::Gaussian { sigma } => (-u.powi_scalar(2) / (2.0 * sigma * sigma)).exp(),
+            Kernel::Boxcar => u.abs().lower_elem(1.0).float(),
+            Kernel::Constant => u.ones_like(),
+            Kernel::Epanechikov => (-u.abs() + 1.0).clamp_min(0.0),
+        }
+        // ANCHOR_END: kernels
+    }
+}
+
+/// Nadaraya–Watson regression with any [`Kernel`] (d2l en §11.2.2):
+/// weights K(x − xᵢ) / Σⱼ K(x − xⱼ), prediction = weights · y_train.
+///
+/// Returns (predictions (n_queries,), weights (n_queries, n_train)).
+///
+/// # Errors
+/// [`RegressionError::EmptySupport`] naming the first query whose kernel
+/// weights are all zero (a boxcar or Epanechikov kernel with no training
+/// point within distance 1), instead of a NaN prediction; the errors of
+/// [`nonparametric_pooling`] for a bad training set.
+pub fn nadaraya_watson(x_train: Tensor<1>, y_train: Tensor<1>, queries: Tensor<1>, kernel: Kernel) -> Result<(Tensor<1>, Tensor<2>), RegressionError> {
+    check_training_set(&x_train, &y_train)?;
+    let differences = queries.clone().unsqueeze_dim::<2>(1) - x_train.unsqueeze_dim::<2>(0);
+    let k = kernel.apply(differences);
+    let totals = k.clone().sum_dim(1); // (n_queries, 1)
+    let empty = totals.clone().equal_elem(0.0).squeeze_dim::<1>(1).try_into_vec_as::<bool>().unwrap_or_default();
+    if let Some(query) = empty.iter().position(|&e| e) {
+        let x = queries.narrow(0, query, 1).into_scalar::<f32>();
+        return Err(RegressionError::EmptySupport { query, x, kernel: kernel.to_string() });
+    }
+    let attention_weights = k / totals;
+    let y_hat = attention_weights.clone().matmul(y_train.unsqueeze_dim::<2>(1)).squeeze_dim::<1>(1);
+    Ok((y_hat, attention_weights))
+}
+
+/// Nadaraya–Watson regression with one learnable parameter `w` (d2l zh
+/// §10.2.4, eq. 10.2.7): score −((q − k)·w)²/2, so `w` acts as an inverse
+/// bandwidth. w = 0 makes every weight equal (average pooling); a larger
+/// |w| makes the weights more local.
+#[derive(Module, Debug)]
+pub struct NWKernelRegression {
+    /// The learnable scale, shape (1,).
+    pub w: Param<Tensor<1>>,
+}
+
+impl NWKernelRegression {
+    /// A model whose `w` starts at `w` (d2l draws it from N(0, 1) or U(0, 1)).
+    pub fn new(w: f32, device: &Device) -> Self {
+        NWKernelRegression { w: Param::from_tensor(Tensor::from_floats([w], device)) }
+    }
+
+    /// The current value of `w`.
+    pub fn w(&self) -> f32 {
+        self.w.val().into_scalar::<f32>()
+    }
+
+    // ANCHOR: parametric_forward
+    /// Predictions for `queries` (n,) from `keys` and `values` (n, m), each
+    /// query with its own row of keys and values; returns (predictions (n,),
+    /// attention weights (n, m)).
+    pub fn forward(&self, queries: Tensor<1>, keys: Tensor<2>, values: Tensor<2>) -> (Tensor<1>, Tensor<2>) {
+        let w = self.w.val().unsqueeze::<2>(); // (1, 1)
+        let scores = -((queries.unsqueeze_dim::<2>(1) - keys) * w).powi_scalar(2) / 2.0;
+        let attention_weights = softmax(scores, 1);
+        let y_hat = (attention_weights.clone() * values).sum_dim(1).squeeze_dim::<1>(1);
+        (y_hat, attention_weights)
+    }
+    // ANCHOR_END: parametric_forward
+}
+
+/// Leave-one-out keys and values for training (the seeds' `1 − eye`
+/// mask): row i holds every training input (and target) except the i-th.
+/// Returns (keys, values), each (n_train, n_train − 1).
+///
+/// # Errors
+/// [`RegressionError`] when fewer than two points are given or the lengths
+/// differ.
+pub fn leave_one_out(x_train: Tensor<1>, y_train: Tensor<1>) -> Result<(Tensor<2>, Tensor<2>), RegressionError> {
+    check_training_set(&x_train, &y_train)?;
+    let n = x_train.dims()[0];
+    if n < 2 {
+        return Err(RegressionError::NoTrainingData);
+    }
+    let device = x_train.device();
+    let drop_diagonal = |t: Tensor<1>| -> Tensor<2> {
+        let v = t.try_into_vec_as::<f32>().expect("readable tensor");
+        let rows: Vec<f32> = (0..n).flat_map(|i| v.iter().enumerate().filter(move |(j, _)| *j != i).map(|(_, x)| *x)).collect();
+        Tensor::from_data(TensorData::new(rows, [n, n - 1]), &device)
+    };
+    Ok((drop_diagonal(x_train), drop_diagonal(y_train)))
+}
+
+/// One epoch of [`train`]: the loss and gradient at the start of the
+/// epoch, and `w` after its SGD step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EpochLog {
+    /// 1-based epoch number.
+    pub epoch: usize,
+    /// Σ (ŷ − y)² over the training points (d2l zh's `l.sum()`, not halved).
+    pub loss: f32,
+    /// ∂loss/∂w.
+    pub grad: f32,
+    /// `w` after the step.
+    pub w: f32,
+}
+
+/// Trains `model` on leave-one-out keys and values (d2l zh §10.2.4.3):
+/// full-batch SGD with learning rate `lr` for `epochs` epochs on the
+/// squared-error sum; calls `on_epoch` after each step. `model` and the
+/// data must live on an autodiff device.
+///
+/// # Errors
+/// [`RegressionError::Diverged`] when `w` stops being finite (too large a
+/// learning rate); the errors of [`leave_one_out`] for a bad training set.
+pub fn train(
+    mut model: NWKernelRegression,
+    x_train: Tensor<1>,
+    y_train: Tensor<1>,
+    lr: f64,
+    epochs: usize,
+    mut on_epoch: impl FnMut(&EpochLog),
+) -> Result<NWKernelRegression, RegressionError> {
+    use burn::optim::{GradientsParams, SgdConfig};
+    let (keys, values) = leave_one_out(x_train.clone(), y_train.clone())?;
+    let mut optimizer = SgdConfig::new().init();
+    for epoch in 1..=epochs {
+        // ANCHOR: train_step
+        let (y_hat, _) = model.forward(x_train.clone(), keys.clone(), values.clone());
+        let loss = (y_hat - y_train.clone()).powi_scalar(2).sum();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        let grad = grads.get::<1>(model.w.id).map_or(0.0, |g| g.into_scalar::<f32>());
+        model = optimizer.step(lr, model, grads);
+        // ANCHOR_END: train_step
+        let log = EpochLog { epoch, loss: loss.into_scalar::<f32>(), grad, w: model.w() };
+        if !log.w.is_finite() {
+            return Err(RegressionError::Diverged { epoch, w: log.w });
+        }
+        on_epoch(&log);
+    }
+    Ok(model)
+}
+
+/// d2l's `plot_kernel_reg`: truth and prediction on the test inputs, the
+/// training points as translucent dots, x in [0, 5], y in [−1, 5].
+///
+/// # Errors
+/// [`PlotError`] when a prediction is NaN or infinite.
+pub fn plot_kernel_reg(data: &Dataset, y_hat: Tensor<1>) -> Result<Svg, PlotError> {
+    let x_test = host(&data.x_test);
+    plot(
+        &[
+            Series::line(&x_test, &host(&data.y_truth)).label("Truth"),
+            Series::line(&x_test, &host(&y_hat)).label("Pred"),
+            Series::points(&host(&data.x_train), &host(&data.y_train)).alpha(0.5),
+        ],
+        &Axes::new("x", "y").xlim(0.0, 5.0).ylim(-1.0, 5.0),
+    )
+}
+
+/// A 1-D tensor's values on the host, as f64 for plotting.
+fn host(t: &Tensor<1>) -> Vec<f64> {
+    t.clone().try_into_vec_as::<f64>().expect("readable tensor")
+}
+
+const SOURCES: &[&str] = &[include_str!("nadaraya_watson.rs")];
+
+/// This chapter's listings.
+pub const LISTINGS: &[Listing] = &[
+    Listing { name: "nw-data", sources: SOURCES, rerun_in_tests: true, run: data_demo },
+    Listing { name: "nw-average", sources: SOURCES, rerun_in_tests: true, run: average_demo },
+    Listing { name: "nw-nonparametric", sources: SOURCES, rerun_in_tests: true, run: nonparametric_demo },
+    Listing { name: "nw-consistency", sources: SOURCES, rerun_in_tests: true, run: consistency_demo },
+    Listing { name: "nw-bmm", sources: SOURCES, rerun_in_tests: true, run: bmm_demo },
+    Listing { name: "nw-parametric", sources: SOURCES, rerun_in_tests: true, run: parametric_demo },
+    Listing { name: "nw-parametric-blog", sources: SOURCES, rerun_in_tests: true, run: parametric_blog_demo },
+    Listing { name: "nw-kernels", sources: SOURCES, rerun_in_tests: true, run: kernels_demo },
+    Listing { name: "nw-bandwidth", sources: SOURCES, rerun_in_tests: true, run: bandwidth_demo },
+    Listing { name: "nw-exercise-w-zero", sources: SOURCES, rerun_in_tests: true, run: w_zero_exercise },
+];
+
+/// The seed every listing of this section draws its data with.
+const SEED: u64 = 0;
+
+fn data_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: data
+    let data = Dataset::generate(50, SEED, device);
+    writeln!(out, "n_train = {}, n_test = {}", data.x_train.dims()[0], data.x_test.dims()[0])?;
+    writeln!(out, "first training inputs: {}", format_row(&data.x_train.clone().narrow(0, 0, 5).try_into_vec_as::<f32>()?, 4))?;
+    // ANCHOR_END: data
+    Ok(())
+}
+
+fn average_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    let data = Dataset::generate(50, SEED, device);
+    // ANCHOR: average
+    let y_hat = average_pooling(data.y_train.clone(), 50);
+    let figure = plot_kernel_reg(&data, y_hat)?;
+    // ANCHOR_END: average
+    out.figure("nw-average", figure);
+    Ok(())
+}
+
+fn nonparametric_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    let data = Dataset::generate(50, SEED, device);
+    // ANCHOR: nonparametric_demo
+    let (y_hat, attention_weights) = nonparametric_pooling(data.x_train.clone(), data.y_train.clone(), data.x_test.clone())?;
+    let prediction = plot_kernel_reg(&data, y_hat)?;
+    let heatmap = show_heatmaps(&attention_weights.unsqueeze::<4>(), "Sorted training inputs", "Sorted testing inputs", None, (2.5, 2.5), Cmap::Reds)?;
+    // ANCHOR_END: nonparametric_demo
+    out.figure("nw-nonparametric", prediction);
+    out.figure("nw-nonparametric-heatmap", heatmap);
+    Ok(())
+}
+
+/// Test mean squared error of the Gaussian estimate against f.
+fn test_error(data: &Dataset, kernel: Kernel) -> anyhow::Result<f32> {
+    let (y_hat, _) = nadaraya_watson(data.x_train.clone(), data.y_train.clone(), data.x_test.clone(), kernel)?;
+    Ok((y_hat - data.y_truth.clone()).powi_scalar(2).mean().into_scalar::<f32>())
+}
+
+fn consistency_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: consistency
+    writeln!(out, "{:>7} {:>16} {:>26}", "n_train", "MSE, σ = 1", "MSE, σ = n_train^(-1/5)")?;
+    for n_train in [50, 500, 5000] {
+        let data = Dataset::generate(n_train, SEED, device);
+        let fixed = test_error(&data, Kernel::Gaussian { sigma: 1.0 })?;
+        let shrinking = test_error(&data, Kernel::Gaussian { sigma: (n_train as f32).powf(-0.2) })?;
+        writeln!(out, "{n_train:>7} {fixed:>16.4} {shrinking:>26.4}")?;
+    }
+    // ANCHOR_END: consistency
+    Ok(())
+}
+
+fn bmm_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: bmm
+    let x = Tensor::<3>::ones([2, 1, 4], device);
+    let y = Tensor::<3>::ones([2, 4, 6], device);
+    writeln!(out, "{:?} × {:?} → {:?}", x.dims(), y.dims(), x.matmul(y).dims())?;
+    let weights = Tensor::<2>::ones([2, 10], device) * 0.1;
+    let values = Tensor::<1, Int>::arange(0..20, device).float().reshape([2, 10]);
+    let pooled = weights.unsqueeze_dim::<3>(1).matmul(values.unsqueeze_dim::<3>(2));
+    writeln!(out, "{}", format_tensor(pooled, 1))?;
+    // ANCHOR_END: bmm
+    Ok(())
+}
+
+/// Trains from `w0` and draws the three figures of the parametric model,
+/// named `<prefix>-loss`, `<prefix>` and `<prefix>-heatmap`.
+fn train_and_draw(device: &Device, out: &mut Output, w0: f32, lr: f64, epochs: usize, prefix: &str) -> anyhow::Result<NWKernelRegression> {
+    let device = device.clone().autodiff();
+    let data = Dataset::generate(50, SEED, &device);
+    let mut losses = Vec::new();
+    let model = NWKernelRegression::new(w0, &device);
+    let progress = indicatif::ProgressBar::new(epochs as u64);
+    let model = train(model, data.x_train.clone(), data.y_train.clone(), lr, epochs, |log| {
+        progress.inc(1);
+        losses.push(log.loss as f64);
+        if epochs <= 10 || log.epoch % 10 == 0 {
+            // Printed (and captured) like d2l's training loop.
+            writeln!(out, "epoch {}, loss {:.6}", log.epoch, log.loss).expect("an Output takes any text");
+        }
+    })?;
+    progress.finish_and_clear();
+    let epochs_axis: Vec<f64> = (1..=epochs).map(|e| e as f64).collect();
+    let loss_curve = plot(&[Series::line(&epochs_axis, &losses)], &Axes::new("epoch", "loss").xlim(1.0, epochs as f64))?;
+    // Test predictions with all fifty training points as keys and values.
+    let n_test = data.x_test.dims()[0];
+    let keys = data.x_train.clone().unsqueeze::<2>().expand([n_test, 50]);
+    let values = data.y_train.clone().unsqueeze::<2>().expand([n_test, 50]);
+    let (y_hat, attention_weights) = model.forward(data.x_test.clone(), keys, values);
+    out.figure(&format!("{prefix}-loss"), loss_curve);
+    out.figure(prefix, plot_kernel_reg(&data, y_hat)?);
+    let heatmap = show_heatmaps(&attention_weights.unsqueeze::<4>(), "Sorted training inputs", "Sorted testing inputs", None, (2.5, 2.5), Cmap::Reds)?;
+    out.figure(&format!("{prefix}-heatmap"), heatmap);
+    Ok(model)
+}
+
+fn parametric_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: parametric
+    // w starts from a seeded N(0, 1) draw, as d2l's `torch.randn((1,))`.
+    let w0 = randn([1], SEED, device).into_scalar::<f32>();
+    let model = train_and_draw(device, out, w0, 0.5, 5, "nw-parametric")?;
+    writeln!(out, "w = {:.4} (started at {w0:.4})", model.w())?;
+    // ANCHOR_END: parametric
+    Ok(())
+}
+
+fn parametric_blog_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: parametric_blog
+    // The blog's configuration: w ~ U(0, 1), learning rate 0.01, 50 epochs.
+    let w0 = rand([1], SEED, device).into_scalar::<f32>();
+    let model = train_and_draw(device, out, w0, 0.01, 50, "nw-parametric-blog")?;
+    writeln!(out, "w = {:.4} (started at {w0:.4})", model.w())?;
+    // ANCHOR_END: parametric_blog
+    Ok(())
+}
+
+/// The four kernels of d2l en §11.2.
+const KERNELS: [Kernel; 4] = [Kernel::Gaussian { sigma: 1.0 }, Kernel::Boxcar, Kernel::Constant, Kernel::Epanechikov];
+
+/// Estimates for several kernels: a figure of the predictions, and a row
+/// of their weight heatmaps titled `titles`.
+fn compare_kernels(data: &Dataset, kernels: &[Kernel], titles: &[&str]) -> anyhow::Result<(Svg, Svg)> {
+    let x_test = host(&data.x_test);
+    let mut series = vec![Series::line(&x_test, &host(&data.y_truth)).label("Truth").color(plotters::style::RGBColor(0, 0, 0))];
+    let mut weights = Vec::new();
+    for (kernel, title) in kernels.iter().zip(titles) {
+        let (y_hat, w) = nadaraya_watson(data.x_train.clone(), data.y_train.clone(), data.x_test.clone(), *kernel)?;
+        series.push(Series::line(&x_test, &host(&y_hat)).label(title));
+        weights.push(w.unsqueeze::<3>());
+    }
+    series.push(Series::points(&host(&data.x_train), &host(&data.y_train)).alpha(0.4));
+    let estimates = plot(&series, &Axes::new("x", "y").xlim(0.0, 5.0).ylim(-1.0, 5.0).figsize(4.5, 3.0))?;
+    let grid = Tensor::cat(weights, 0).unsqueeze::<4>();
+    let heatmaps = show_heatmaps(&grid, "Training inputs", "Test inputs", Some(titles), (10.0, 3.0), Cmap::Reds)?;
+    Ok((estimates, heatmaps))
+}
+
+fn kernels_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: kernels_demo
+    let u: Vec<f32> = (0..=60).map(|i| -3.0 + 0.1 * i as f32).collect();
+    let u_tensor = Tensor::<1>::from_floats(u.as_slice(), device);
+    let u_axis: Vec<f64> = u.iter().map(|&x| x as f64).collect();
+    let names = ["Gaussian", "Boxcar", "Constant", "Epanechikov"];
+    let shapes: Vec<Series> = KERNELS.iter().zip(names).map(|(k, name)| Series::line(&u_axis, &host(&k.apply(u_tensor.clone()))).label(name)).collect();
+    let shapes = plot(&shapes, &Axes::new("u", "K(u)").xlim(-3.0, 3.0).ylim(-0.1, 1.3).figsize(4.5, 2.5))?;
+    let data = Dataset::generate(50, SEED, device);
+    let (estimates, heatmaps) = compare_kernels(&data, &KERNELS, &names)?;
+    // ANCHOR_END: kernels_demo
+    for (kernel, name) in KERNELS.iter().zip(names) {
+        writeln!(out, "{name:<12} test MSE {:.4}", test_error(&data, *kernel)?)?;
+    }
+    out.figure("nw-kernel-shapes", shapes);
+    out.figure("nw-kernel-estimates", estimates);
+    out.figure("nw-kernel-heatmaps", heatmaps);
+    Ok(())
+}
+
+fn bandwidth_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: bandwidth
+    let sigmas = [0.1, 0.2, 0.5, 1.0];
+    let kernels = sigmas.map(|sigma| Kernel::Gaussian { sigma });
+    let titles = ["σ = 0.1", "σ = 0.2", "σ = 0.5", "σ = 1"];
+    let data = Dataset::generate(50, SEED, device);
+    let (estimates, heatmaps) = compare_kernels(&data, &kernels, &titles)?;
+    for (kernel, title) in kernels.iter().zip(titles) {
+        writeln!(out, "{title:<8} test MSE {:.4}", test_error(&data, *kernel)?)?;
+    }
+    // ANCHOR_END: bandwidth
+    out.figure("nw-bandwidth-estimates", estimates);
+    out.figure("nw-bandwidth-heatmaps", heatmaps);
+    Ok(())
+}
+
+fn w_zero_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: w_zero
+    let data = Dataset::generate(50, SEED, device);
+    let keys = data.x_train.clone().unsqueeze::<2>().expand([50, 50]);
+    let values = data.y_train.clone().unsqueeze::<2>().expand([50, 50]);
+    let (y_hat, _) = NWKernelRegression::new(0.0, device).forward(data.x_test.clone(), keys, values);
+    let gap = (y_hat - average_pooling(data.y_train.clone(), 50)).abs().max().into_scalar::<f32>();
+    writeln!(out, "w = 0: largest gap to average pooling {gap:.1e}")?;
+    // ANCHOR_END: w_zero
+    Ok(())
+}

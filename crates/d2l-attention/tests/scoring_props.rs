@@ -1,0 +1,99 @@
+//! Properties of `masked_softmax` for random shapes and valid lengths, and
+//! the errors of the attention layers.
+
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use d2l_attention::attention_scoring::*;
+use d2l_attention::data::randn;
+use proptest::prelude::*;
+
+fn lens_tensor(lens: &[i64], b: usize, q: usize, device: &Device) -> Tensor<2, Int> {
+    Tensor::from_data(TensorData::new(lens.to_vec(), [b, q]), device)
+}
+
+/// (batch_size, num_queries, num_keys, valid lengths, seed, another valid length row).
+fn case() -> impl Strategy<Value = (usize, usize, usize, Vec<i64>, u64, Vec<i64>)> {
+    (1usize..4, 1usize..4, 1usize..7, any::<u64>()).prop_flat_map(|(b, q, k, seed)| {
+        let lens = proptest::collection::vec(0..=k as i64, b * q);
+        let other = proptest::collection::vec(0..=k as i64, b * q);
+        (Just(b), Just(q), Just(k), lens, Just(seed), other)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn rows_are_distributions_over_valid_keys((b, q, k, lens, seed, other) in case()) {
+        let device = Device::flex();
+        let scores = randn([b, q, k], seed, &device) * 3.0;
+        let weights = masked_softmax(scores.clone(), Some(lens_tensor(&lens, b, q, &device).into())).unwrap();
+        let w = weights.try_into_vec_as::<f32>().unwrap();
+        for (row, &len) in w.chunks(k).zip(&lens) {
+            if len == 0 {
+                // Fully masked: uniform, as d2l's −1e6 fill gives.
+                prop_assert!(row.iter().all(|&x| (x - 1.0 / k as f32).abs() < 1e-6), "{row:?}");
+            } else {
+                let len = len as usize;
+                prop_assert!(row[len..].iter().all(|&x| x == 0.0), "masked weights must be exactly 0: {row:?}");
+                prop_assert!(row[..len].iter().all(|&x| x > 0.0));
+                prop_assert!((row[..len].iter().sum::<f32>() - 1.0).abs() < 1e-5);
+            }
+        }
+        // Batch element i does not see the valid lengths of the others.
+        let mut mixed = other.clone();
+        mixed[..q].copy_from_slice(&lens[..q]);
+        let again = masked_softmax(scores, Some(lens_tensor(&mixed, b, q, &device).into())).unwrap();
+        let again = again.try_into_vec_as::<f32>().unwrap();
+        prop_assert_eq!(&again[..q * k], &w[..q * k]);
+    }
+}
+
+#[test]
+fn valid_lens_out_of_range_is_refused() {
+    let device = Device::flex();
+    let scores = randn([2, 2, 4], 0, &device);
+    for (lens, bad) in [([2i64, 5], 5i64), ([-1, 3], -1)] {
+        let err = masked_softmax(scores.clone(), Some(Tensor::<1, Int>::from_ints(lens, &device).into())).unwrap_err();
+        assert!(matches!(err, AttentionError::ValidLen { value, num_keys: 4, .. } if value == bad), "{err}");
+        assert!(err.to_string().contains("`valid_lens`") && err.to_string().contains("0..=4"), "{err}");
+    }
+}
+
+#[test]
+fn valid_lens_of_the_wrong_shape_is_refused() {
+    let device = Device::flex();
+    let scores = randn([2, 3, 4], 0, &device);
+    let err = masked_softmax(scores.clone(), Some(Tensor::<1, Int>::from_ints([1, 2, 3], &device).into())).unwrap_err();
+    assert_eq!(err.to_string(), "`valid_lens` has shape [3], expected (2,) or (2, 3)");
+    let err = masked_softmax(scores, Some(Tensor::<2, Int>::from_ints([[1, 2], [3, 4]], &device).into())).unwrap_err();
+    assert_eq!(err.to_string(), "`valid_lens` has shape [2, 2], expected (2,) or (2, 3)");
+}
+
+#[test]
+fn keys_and_values_of_different_counts_name_both_shapes() {
+    let device = Device::flex();
+    let attention = DotProductAttentionConfig::new().init();
+    let err = attention.forward(randn([2, 1, 3], 0, &device), randn([2, 10, 3], 1, &device), randn([2, 9, 4], 2, &device), None).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("`keys` [2, 10, 3]") && msg.contains("`values` [2, 9, 4]"), "{msg}");
+    let additive = AdditiveAttentionConfig::new(3, 3, 4).init(&device);
+    let err = additive.forward(randn([2, 1, 3], 0, &device), randn([2, 10, 3], 1, &device), randn([2, 9, 4], 2, &device), None).unwrap_err();
+    assert!(err.to_string().contains("[2, 9, 4]"));
+}
+
+#[test]
+fn dot_product_needs_equal_query_and_key_sizes_and_names_both() {
+    let device = Device::flex();
+    let attention = DotProductAttentionConfig::new().init();
+    let err = attention.forward(randn([2, 1, 20], 0, &device), randn([2, 10, 2], 1, &device), randn([2, 10, 4], 2, &device), None).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("`queries` [2, 1, 20]") && msg.contains("`keys` [2, 10, 2]"), "{msg}");
+}
+
+#[test]
+fn additive_attention_checks_the_configured_sizes() {
+    let device = Device::flex();
+    let attention = AdditiveAttentionConfig::new(2, 20, 8).init(&device);
+    let err = attention.forward(randn([2, 1, 19], 0, &device), randn([2, 10, 2], 1, &device), randn([2, 10, 4], 2, &device), None).unwrap_err();
+    assert_eq!(err.to_string(), "`queries` has shape [2, 1, 19], expected query_size 20");
+}
