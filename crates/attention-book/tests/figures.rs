@@ -30,6 +30,8 @@ fn captured_outputs_match_what_the_listings_print_and_draw() {
     let device = Backend::Flex.device().unwrap();
     for l in listing::all().into_iter().filter(|l| l.rerun_in_tests) {
         let out = l.execute(&device).unwrap();
+        let again = l.execute(&device).unwrap();
+        assert_eq!(out.files(l.name), again.files(l.name), "listing `{}` does not print and draw the same twice", l.name);
         for (name, contents) in out.files(l.name) {
             let committed = fs::read_to_string(figures().join(&name)).unwrap_or_default();
             assert!(committed == contents, "figures/{name} no longer matches what listing `{}` makes; {HOW_TO_FIX}", l.name);
@@ -60,7 +62,7 @@ fn broken(_: &burn::tensor::Device, _: &mut Output) -> anyhow::Result<()> {
     anyhow::bail!("the listing's own error")
 }
 
-const HELLO: Listing = Listing { name: "hello", sources: &["v1"], rerun_in_tests: true, run: hello };
+const HELLO: Listing = Listing::new("hello", &["v1"], hello);
 
 #[test]
 fn render_skips_what_is_up_to_date_and_reruns_what_changed() {
@@ -82,7 +84,7 @@ fn render_skips_what_is_up_to_date_and_reruns_what_changed() {
 #[test]
 fn a_failing_listing_stops_the_render_with_its_name_and_leaves_no_partial_file() {
     let dir = tempfile::tempdir().unwrap();
-    let bad = Listing { name: "broken", sources: &[], rerun_in_tests: true, run: broken };
+    let bad = Listing::new("broken", &[], broken);
     let err = render(&[HELLO, bad], dir.path(), Backend::Flex, false).unwrap_err();
     let msg = format!("{err:#}");
     assert!(msg.contains("listing `broken` failed") && msg.contains("the listing's own error"), "{msg}");

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use burn::module::Module;
+use burn::module::{Module, Param};
 use burn::nn::{Dropout, DropoutConfig, Linear, LinearConfig};
 use burn::prelude::Config;
 use burn::tensor::{Device, Int, Tensor, activation::softmax};
@@ -374,13 +374,13 @@ const SOURCES: &[&str] = &[include_str!("attention_scoring.rs")];
 
 /// This chapter's listings.
 pub const LISTINGS: &[Listing] = &[
-    Listing { name: "scoring-masked-softmax", sources: SOURCES, rerun_in_tests: true, run: masked_softmax_demo },
-    Listing { name: "scoring-additive", sources: SOURCES, rerun_in_tests: true, run: additive_demo },
-    Listing { name: "scoring-dot-product", sources: SOURCES, rerun_in_tests: true, run: dot_product_demo },
-    Listing { name: "scoring-variance", sources: SOURCES, rerun_in_tests: true, run: variance_demo },
-    Listing { name: "scoring-table", sources: SOURCES, rerun_in_tests: true, run: table_demo },
-    Listing { name: "scoring-self-attention", sources: SOURCES, rerun_in_tests: true, run: self_attention_demo },
-    Listing { name: "scoring-projection", sources: SOURCES, rerun_in_tests: true, run: projection_exercise },
+    Listing::new("scoring-masked-softmax", SOURCES, masked_softmax_demo),
+    Listing::new("scoring-additive", SOURCES, additive_demo),
+    Listing::new("scoring-dot-product", SOURCES, dot_product_demo),
+    Listing::new("scoring-variance", SOURCES, variance_demo),
+    Listing::new("scoring-table", SOURCES, table_demo),
+    Listing::new("scoring-self-attention", SOURCES, self_attention_demo),
+    Listing::new("scoring-projection", SOURCES, projection_exercise),
 ];
 
 fn masked_softmax_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
@@ -452,7 +452,13 @@ fn table_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // One batch element, two queries, four keys, all of size 3.
     let queries = randn([1, 2, 3], 5, device);
     let keys = randn([1, 4, 3], 6, device);
-    let additive = AdditiveAttentionConfig::new(3, 3, 8).init(device);
+    // Parameters from our seeded generator, so that every build prints the same.
+    let additive = AdditiveAttention {
+        w_q: seeded_linear(3, 8, 20, device),
+        w_k: seeded_linear(3, 8, 21, device),
+        w_v: seeded_linear(8, 1, 22, device),
+        ..AdditiveAttentionConfig::new(3, 3, 8).init(device)
+    };
     let dot = DotProductAttentionConfig::new().with_scaled(false).init();
     let scaled_dot = DotProductAttentionConfig::new().init();
     let w = randn([3, 3], 7, device);
@@ -485,6 +491,14 @@ fn self_attention_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// A bias-free linear layer (`d_input` → `d_output`) with weights drawn
+/// from N(0, 1/d_input) by our seeded generator, the same on every backend
+/// (burn's own initialisers draw from its global generator).
+pub fn seeded_linear(d_input: usize, d_output: usize, seed: u64, device: &Device) -> Linear {
+    let weight = randn([d_input, d_output], seed, device) / (d_input as f64).sqrt();
+    Linear { weight: Param::from_tensor(weight), bias: None }
+}
+
 /// Exercise: dot-product attention between queries and keys of different
 /// sizes, by projecting the queries to the key size first.
 fn projection_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
@@ -497,9 +511,51 @@ fn projection_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> 
     let refused = attention.forward(queries.clone(), keys.clone(), demo_values(device), None).unwrap_err();
     writeln!(out, "error: {refused}")?;
     // A learnable W (query_size → key_size) makes them comparable: score = kᵀ(W q) / √2.
-    let project = LinearConfig::new(20, 2).with_bias(false).init(device);
+    let project = seeded_linear(20, 2, 13, device);
     let attended = attention.forward(project.forward(queries), keys, demo_values(device), Some(valid_lens.into()))?;
     writeln!(out, "weights:\n{}", format_tensor(attended.attention_weights, 4))?;
     // ANCHOR_END: projection_exercise
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Backend;
+
+    fn run(name: &str, device: &Device) -> Output {
+        LISTINGS.iter().find(|l| l.name == name).unwrap().execute(device).unwrap()
+    }
+
+    /// The closed form of d2l's demo: with identical keys the weights are
+    /// uniform over the valid keys, so the output is the mean of the first
+    /// 2 (and 6) values.
+    const CLOSED_FORM: &str = "[[[2.0000, 3.0000, 4.0000, 5.0000]],\n [[10.0000, 11.0000, 12.0000, 13.0000]]]\n";
+
+    #[test]
+    fn identical_keys_give_the_closed_form_for_both_layers() {
+        for backend in Backend::compiled_cpu_backends() {
+            let device = backend.device().unwrap();
+            assert_eq!(run("scoring-additive", &device).text(), CLOSED_FORM, "{backend}");
+            assert_eq!(run("scoring-dot-product", &device).text(), CLOSED_FORM, "{backend}");
+        }
+    }
+
+    #[test]
+    fn scaling_brings_the_variance_of_dot_products_to_one() {
+        let out = run("scoring-variance", &Device::flex());
+        for line in out.text().lines() {
+            let d: f32 = line.split(':').next().unwrap().trim_start_matches("d =").trim().parse().unwrap();
+            let numbers: Vec<f32> = line.split_whitespace().filter_map(|w| w.trim_end_matches(',').parse().ok()).collect();
+            let (raw, scaled) = (numbers[numbers.len() - 2], numbers[numbers.len() - 1]);
+            assert!((raw / d - 1.0).abs() < 0.1 && (scaled - 1.0).abs() < 0.1, "{line}");
+        }
+    }
+
+    #[test]
+    fn loop_and_vectorised_self_attention_agree() {
+        let out = run("scoring-self-attention", &Device::flex());
+        let gap: f32 = out.text().rsplit(": ").next().unwrap().trim().parse().unwrap();
+        assert!(gap < 1e-5, "{gap}");
+    }
 }

@@ -58,6 +58,11 @@ pub fn all() -> Vec<Listing> {
 }
 
 impl Listing {
+    /// A listing that `cargo test` runs again (see [`Listing::rerun_in_tests`]).
+    pub const fn new(name: &'static str, sources: &'static [&'static str], run: RunFn) -> Self {
+        Listing { name, sources, rerun_in_tests: true, run }
+    }
+
     /// A content hash of everything this listing's outputs depend on: its
     /// name, the backend it runs on, [`COMMON_SOURCES`] and its own
     /// sources. Outputs made under the same fingerprint are up to date.

@@ -329,16 +329,16 @@ const SOURCES: &[&str] = &[include_str!("nadaraya_watson.rs")];
 
 /// This chapter's listings.
 pub const LISTINGS: &[Listing] = &[
-    Listing { name: "nw-data", sources: SOURCES, rerun_in_tests: true, run: data_demo },
-    Listing { name: "nw-average", sources: SOURCES, rerun_in_tests: true, run: average_demo },
-    Listing { name: "nw-nonparametric", sources: SOURCES, rerun_in_tests: true, run: nonparametric_demo },
-    Listing { name: "nw-consistency", sources: SOURCES, rerun_in_tests: true, run: consistency_demo },
-    Listing { name: "nw-bmm", sources: SOURCES, rerun_in_tests: true, run: bmm_demo },
-    Listing { name: "nw-parametric", sources: SOURCES, rerun_in_tests: true, run: parametric_demo },
-    Listing { name: "nw-parametric-blog", sources: SOURCES, rerun_in_tests: true, run: parametric_blog_demo },
-    Listing { name: "nw-kernels", sources: SOURCES, rerun_in_tests: true, run: kernels_demo },
-    Listing { name: "nw-bandwidth", sources: SOURCES, rerun_in_tests: true, run: bandwidth_demo },
-    Listing { name: "nw-exercise-w-zero", sources: SOURCES, rerun_in_tests: true, run: w_zero_exercise },
+    Listing::new("nw-data", SOURCES, data_demo),
+    Listing::new("nw-average", SOURCES, average_demo),
+    Listing::new("nw-nonparametric", SOURCES, nonparametric_demo),
+    Listing::new("nw-consistency", SOURCES, consistency_demo),
+    Listing::new("nw-bmm", SOURCES, bmm_demo),
+    Listing::new("nw-parametric", SOURCES, parametric_demo),
+    Listing::new("nw-parametric-blog", SOURCES, parametric_blog_demo),
+    Listing::new("nw-kernels", SOURCES, kernels_demo),
+    Listing::new("nw-bandwidth", SOURCES, bandwidth_demo),
+    Listing::new("nw-exercise-w-zero", SOURCES, w_zero_exercise),
 ];
 
 /// The seed every listing of this section draws its data with.
@@ -525,4 +525,43 @@ fn w_zero_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     writeln!(out, "w = 0: largest gap to average pooling {gap:.1e}")?;
     // ANCHOR_END: w_zero
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Backend;
+
+    fn run(name: &str, device: &Device) -> Output {
+        LISTINGS.iter().find(|l| l.name == name).unwrap().execute(device).unwrap()
+    }
+
+    #[test]
+    fn batched_matmul_demo_gives_the_seeds_values() {
+        for backend in Backend::compiled_cpu_backends() {
+            let out = run("nw-bmm", &backend.device().unwrap());
+            assert_eq!(out.text(), "[2, 1, 4] × [2, 4, 6] → [2, 1, 6]\n[[[4.5]],\n [[14.5]]]\n", "{backend}");
+        }
+    }
+
+    #[test]
+    fn data_are_sorted_inputs_in_range_with_d2l_test_points() {
+        let data = Dataset::generate(50, SEED, &Device::flex());
+        let x = data.x_train.try_into_vec_as::<f32>().unwrap();
+        assert!(x.windows(2).all(|w| w[0] <= w[1]) && x.iter().all(|v| (0.0..5.0).contains(v)));
+        let x_test = data.x_test.try_into_vec_as::<f32>().unwrap();
+        assert_eq!((x_test.len(), x_test[0], x_test[49]), (50, 0.0, 4.9));
+    }
+
+    #[test]
+    fn parametric_training_lowers_the_loss_and_sharpens_the_window() {
+        let out = run("nw-parametric", &Device::flex());
+        let losses: Vec<f32> = out.text().lines().filter_map(|l| l.split("loss ").nth(1)).map(|v| v.parse().unwrap()).collect();
+        assert_eq!(losses.len(), 5);
+        assert!(losses.windows(2).all(|w| w[1] < w[0]), "{losses:?}");
+        let last = out.text().lines().last().unwrap();
+        let w: f32 = last.trim_start_matches("w = ").split(' ').next().unwrap().parse().unwrap();
+        assert!(w > 5.0, "{last}");
+        assert_eq!(out.figures().len(), 3);
+    }
 }

@@ -10,15 +10,9 @@ use crate::listing::{Listing, Output};
 use crate::{Cmap, show_heatmaps};
 
 /// This chapter's listings.
-pub const LISTINGS: &[Listing] = &[
-    Listing { name: "qkv-eye", sources: &[include_str!("queries_keys_values.rs")], rerun_in_tests: true, run: eye },
-    Listing {
-        name: "qkv-softmax-rows",
-        sources: &[include_str!("queries_keys_values.rs")],
-        rerun_in_tests: true,
-        run: softmax_rows,
-    },
-];
+pub const LISTINGS: &[Listing] = &[Listing::new("qkv-eye", SOURCES, eye), Listing::new("qkv-softmax-rows", SOURCES, softmax_rows)];
+
+const SOURCES: &[&str] = &[include_str!("queries_keys_values.rs")];
 
 /// The identity as attention weights: each query attends only to the key
 /// with its own index (d2l zh §10.1.3, seed notebook In[4]).
@@ -68,7 +62,7 @@ mod tests {
             // (the colorbar's bands take the colours of their midpoints).
             assert_eq!(count(svg.as_str(), "fill=\"#67000D\""), 10, "{backend}");
             assert_eq!(count(svg.as_str(), "fill=\"#FFF5F0\""), 90, "{backend}");
-            for label in ["Keys", "Queries", "8", "1.0"] {
+            for label in ["Keys", "Queries", "8", "1"] {
                 assert!(svg.as_str().contains(&format!(">\n{label}\n</text>")), "{backend}: {label} missing");
             }
         }

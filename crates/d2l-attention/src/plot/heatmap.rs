@@ -13,6 +13,11 @@ use super::{
 
 const COLORBAR_WIDTH: u32 = 75;
 const MARGIN: u32 = 6;
+/// Room for tick labels and the axis label below and left of a matrix,
+/// and for a title above it.
+const X_AREA: u32 = 42;
+const Y_AREA: u32 = 46;
+const TITLE_AREA: u32 = LABEL_FONT + 8;
 
 /// Draws a grid of heatmaps, one per matrix, with one shared colorbar; the
 /// Rust counterpart of d2l's `show_heatmaps` (zh §10.1 / en §11.1).
@@ -69,6 +74,13 @@ pub fn show_heatmaps(
         let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
         root.fill(&WHITE).map_err(draw_err)?;
         let (cells, bar) = root.split_horizontally(width.saturating_sub(COLORBAR_WIDTH));
+        let (cells_w, cells_h) = cells.dim_in_pixel();
+        let (cell_w, cell_h) = (cells_w / num_cols as u32, cells_h / num_rows as u32);
+        // One square size for every matrix, fitting the most crowded cell.
+        let title_area = if titles.is_some() { TITLE_AREA } else { 0 };
+        let free_w = cell_w.saturating_sub(Y_AREA + 2 * MARGIN) as f64;
+        let free_h = cell_h.saturating_sub(X_AREA + title_area + 2 * MARGIN) as f64;
+        let side = (free_w / num_keys as f64).min(free_h / num_queries as f64);
         for (index, cell) in cells.split_evenly((num_rows, num_cols)).iter().enumerate() {
             let (i, j) = (index / num_cols, index % num_cols);
             let start = index * num_queries * num_keys;
@@ -78,9 +90,11 @@ pub fn show_heatmaps(
                 ylabel: (j == 0).then_some(ylabel),
                 title: titles.map(|t| t[j]),
             };
-            draw_cell(cell, (num_queries, num_keys), matrix, &labels, (vmin, vmax), cmap)?;
+            draw_cell(cell, (num_queries, num_keys), side, matrix, &labels, (vmin, vmax), cmap)?;
         }
-        draw_colorbar(&bar, height, (vmin, vmax), cmap)?;
+        // matplotlib's `shrink=0.6`: 60 % of the height the matrices take.
+        let bar_height = (0.6 * side * (num_rows * num_queries) as f64).clamp(40.0, 0.9 * height as f64) as u32;
+        draw_colorbar(&bar, height, bar_height, (vmin, vmax), cmap)?;
         root.present().map_err(draw_err)?;
     }
     Ok(Svg(svg))
@@ -112,19 +126,19 @@ fn color_range(values: &[f64]) -> (f64, f64) {
 fn draw_cell<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     (nq, nk): (usize, usize),
+    side: f64,
     matrix: &[f64],
     labels: &CellLabels,
     (vmin, vmax): (f64, f64),
     cmap: Cmap,
 ) -> Result<(), PlotError> {
-    let x_area = if labels.xlabel.is_some() { 42 } else { 22 };
-    let y_area = if labels.ylabel.is_some() { 46 } else { 28 };
-    let title_area = if labels.title.is_some() { LABEL_FONT + 8 } else { 0 };
+    let x_area = if labels.xlabel.is_some() { X_AREA } else { 22 };
+    let y_area = if labels.ylabel.is_some() { Y_AREA } else { 28 };
+    let title_area = if labels.title.is_some() { TITLE_AREA } else { 0 };
     // Square cells: shrink the plotting area to num_keys × num_queries squares.
     let (w, h) = area.dim_in_pixel();
     let free_w = w.saturating_sub(y_area + 2 * MARGIN) as f64;
     let free_h = h.saturating_sub(x_area + title_area + 2 * MARGIN) as f64;
-    let side = (free_w / nk as f64).min(free_h / nq as f64);
     let pad_x = ((free_w - side * nk as f64) / 2.0).max(0.0) as u32;
     let pad_y = ((free_h - side * nq as f64) / 2.0).max(0.0) as u32;
 
@@ -203,16 +217,16 @@ impl Ranged for IndexAxis {
     }
 }
 
-/// A vertical colorbar, 60 % of the figure's height (matplotlib's
-/// `shrink=0.6`), ticks on its right.
+/// A vertical colorbar `bar_height` px tall, centred on the figure's
+/// `height`, ticks on its right.
 fn draw_colorbar<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     height: u32,
+    bar_height: u32,
     (vmin, vmax): (f64, f64),
     cmap: Cmap,
 ) -> Result<(), PlotError> {
     const STEPS: usize = 64;
-    let bar_height = (height as f64 * 0.6) as u32;
     let bar = area.clone().shrink((0, (height - bar_height) / 2), (COLORBAR_WIDTH, bar_height));
     let mut chart = ChartBuilder::on(&bar)
         .margin_left(8)
@@ -229,15 +243,61 @@ fn draw_colorbar<DB: DrawingBackend>(
             Rectangle::new([(0.0, lo), (1.0, lo + step)], color.filled())
         }))
         .map_err(draw_err)?;
-    let span = vmax - vmin;
-    let fmt = move |v: &f64| tick_label(*v, span);
+    let fmt = |v: &f64| tick_label(*v);
     chart
         .configure_secondary_axes()
         .x_labels(0)
-        .y_labels(6)
+        .y_labels(if bar_height < 80 { 3 } else { 6 })
         .y_label_formatter(&fmt)
         .label_style((FONT, TICK_FONT))
         .draw()
         .map_err(draw_err)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::{Device, TensorData};
+
+    fn matrices(values: Vec<f32>, shape: [usize; 4]) -> Tensor<4> {
+        Tensor::from_data(TensorData::new(values, shape), &Device::flex())
+    }
+
+    fn err(m: &Tensor<4>, titles: Option<&[&str]>) -> String {
+        show_heatmaps(m, "Keys", "Queries", titles, (2.5, 2.5), Cmap::Reds).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn empty_matrices_are_refused_by_name() {
+        assert_eq!(err(&matrices(vec![], [1, 1, 0, 3]), None), "invalid `matrices`: shape [1, 1, 0, 3] has no entries");
+    }
+
+    #[test]
+    fn a_nan_is_refused_with_its_position() {
+        let mut v = vec![0.5; 2 * 2 * 3];
+        v[7] = f32::NAN;
+        assert_eq!(err(&matrices(v, [1, 2, 2, 3]), None), "invalid `matrices`: entry [0, 1, 0, 1] is NaN");
+    }
+
+    #[test]
+    fn titles_must_match_the_columns() {
+        let m = matrices(vec![0.5; 2 * 4], [1, 2, 2, 2]);
+        assert_eq!(err(&m, Some(&["only one"])), "invalid `titles`: 1 titles for 2 grid columns");
+        assert!(show_heatmaps(&m, "k", "q", Some(&["a", "b"]), (5.0, 2.5), Cmap::Blues).is_ok());
+    }
+
+    #[test]
+    fn same_input_same_bytes_and_a_constant_matrix_is_drawn() {
+        let m = matrices((0..12).map(|i| i as f32).collect(), [1, 2, 2, 3]);
+        let a = show_heatmaps(&m, "Keys", "Queries", Some(&["x", "y"]), (5.0, 2.5), Cmap::Blues).unwrap();
+        let b = show_heatmaps(&m, "Keys", "Queries", Some(&["x", "y"]), (5.0, 2.5), Cmap::Blues).unwrap();
+        assert_eq!(a, b);
+        // Blues at the smallest and largest entry.
+        assert_eq!(a.as_str().matches("fill=\"#F7FBFF\"").count(), 1);
+        assert_eq!(a.as_str().matches("fill=\"#08306B\"").count(), 1);
+        let constant = show_heatmaps(&matrices(vec![2.0; 4], [1, 1, 2, 2]), "k", "q", None, (2.5, 2.5), Cmap::Reds).unwrap();
+        // The middle of Reds (#fb6a4a) for all four cells.
+        assert_eq!(constant.as_str().matches("fill=\"#FB6A4A\"").count(), 4);
+    }
 }

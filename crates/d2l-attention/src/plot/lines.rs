@@ -152,15 +152,13 @@ pub fn plot(series: &[Series], axes: &Axes) -> Result<Svg, PlotError> {
             .y_label_area_size(50)
             .build_cartesian_2d(x0..x1, y0..y1)
             .map_err(draw_err)?;
-        let (xspan, yspan) = ((x1 - x0) / 5.0, (y1 - y0) / 5.0);
-        let xfmt = move |v: &f64| tick_label(*v, xspan);
-        let yfmt = move |v: &f64| tick_label(*v, yspan);
+        let fmt = |v: &f64| tick_label(*v);
         chart
             .configure_mesh()
             .x_labels(6)
             .y_labels(6)
-            .x_label_formatter(&xfmt)
-            .y_label_formatter(&yfmt)
+            .x_label_formatter(&fmt)
+            .y_label_formatter(&fmt)
             .light_line_style(WHITE)
             .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
             .label_style((FONT, TICK_FONT))
@@ -172,33 +170,30 @@ pub fn plot(series: &[Series], axes: &Axes) -> Result<Svg, PlotError> {
         let mut lines_seen = 0;
         for s in series {
             let points = s.x.iter().copied().zip(s.y.iter().copied());
-            let annotation = match &s.mark {
+            let label = s.label.as_deref();
+            match &s.mark {
                 Mark::Points => {
-                    let color = s.color.unwrap_or(POINTS_COLOR).mix(s.alpha);
-                    let style = color.filled();
-                    chart
-                        .draw_series(points.map(|p| Circle::new(p, 3, style)))
-                        .map_err(draw_err)?
-                        .legend(move |(x, y)| Circle::new((x + 10, y), 3, style))
+                    let style = s.color.unwrap_or(POINTS_COLOR).mix(s.alpha).filled();
+                    let anno = chart.draw_series(points.map(|p| Circle::new(p, 3, style))).map_err(draw_err)?;
+                    if let Some(label) = label {
+                        anno.label(label).legend(move |(x, y)| Circle::new((x + 10, y), 3, style));
+                    }
                 }
                 Mark::Line(style) => {
                     let (cycle_color, cycle_style) = LINE_CYCLE[lines_seen % LINE_CYCLE.len()];
                     lines_seen += 1;
-                    let color = s.color.unwrap_or(cycle_color).mix(s.alpha);
-                    let stroke = color.stroke_width(2);
-                    let dash = style.unwrap_or(cycle_style);
-                    let annotation = match dash {
+                    let stroke = s.color.unwrap_or(cycle_color).mix(s.alpha).stroke_width(2);
+                    let anno = match style.unwrap_or(cycle_style) {
                         LineStyle::Solid => chart.draw_series(LineSeries::new(points, stroke)),
                         LineStyle::Dashed => chart.draw_series(DashedLineSeries::new(points, 7, 4, stroke)),
                         LineStyle::DashDot => chart.draw_series(DashedLineSeries::new(points, 4, 3, stroke)),
                         LineStyle::Dotted => chart.draw_series(DashedLineSeries::new(points, 2, 3, stroke)),
                     }
                     .map_err(draw_err)?;
-                    annotation.legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], stroke))
+                    if let Some(label) = label {
+                        anno.label(label).legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], stroke));
+                    }
                 }
-            };
-            if let Some(label) = &s.label {
-                annotation.label(label.as_str());
             }
         }
         if series.iter().any(|s| s.label.is_some()) {
@@ -250,5 +245,64 @@ fn limits(given: Option<(f64, f64)>, data: impl Iterator<Item = f64>, pad: f64) 
         Ok((lo - p, hi + p))
     } else {
         Ok((lo - 0.5, hi + 0.5))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn axes() -> Axes {
+        Axes::new("x", "y")
+    }
+
+    #[test]
+    fn draws_lines_points_and_legend_deterministically() {
+        let x = [0.0, 1.0, 2.0];
+        let series = [
+            Series::line(&x, &[0.0, 1.0, 4.0]).label("Truth"),
+            Series::line(&x, &[0.5, 1.5, 3.0]).label("Pred"),
+            Series::points(&x, &[0.2, 0.8, 4.2]).alpha(0.5),
+        ];
+        let svg = plot(&series, &axes().xlim(0.0, 5.0).ylim(-1.0, 5.0)).unwrap();
+        assert_eq!(svg, plot(&series, &axes().xlim(0.0, 5.0).ylim(-1.0, 5.0)).unwrap());
+        let text = svg.as_str();
+        for label in ["Truth", "Pred", "x", "y", "5", "4"] {
+            assert!(text.contains(&format!(">\n{label}\n</text>")), "{label} missing");
+        }
+        // The first line is matplotlib blue, the second dashed magenta; the
+        // three points (plus the legend's) are translucent orange.
+        assert!(text.contains("stroke=\"#1F77B4\""));
+        assert!(text.contains("stroke=\"#BF00BF\""));
+        assert_eq!(text.matches("<circle").count(), 3);
+        assert!(text.contains("opacity=\"0.5\" fill=\"#FF7F0E\""));
+    }
+
+    #[test]
+    fn bad_series_are_refused_by_name() {
+        let cases: [(Vec<Series>, &str); 5] = [
+            (vec![], "invalid `series`: no series to draw"),
+            (vec![Series::line(&[0.0, 1.0], &[1.0])], "invalid `series`: series[0] has 2 x and 1 y values"),
+            (vec![Series::line(&[0.0], &[1.0]), Series::line(&[], &[])], "invalid `series`: series[1] has 0 x and 0 y values"),
+            (vec![Series::points(&[0.0, 1.0], &[1.0, f64::NAN])], "invalid `series`: series[0] point 1 is (1, NaN)"),
+            (vec![Series::points(&[0.0], &[1.0]).alpha(2.0)], "invalid `series`: series[0] has alpha 2; it must be in 0..=1"),
+        ];
+        for (series, message) in cases {
+            assert_eq!(plot(&series, &axes()).unwrap_err().to_string(), message);
+        }
+    }
+
+    #[test]
+    fn bad_limits_and_sizes_are_refused() {
+        let s = [Series::line(&[0.0, 1.0], &[0.0, 1.0])];
+        assert!(plot(&s, &axes().xlim(1.0, 1.0)).unwrap_err().to_string().starts_with("invalid `axes`: limits (1, 1)"));
+        assert!(plot(&s, &axes().figsize(0.1, 2.0)).unwrap_err().to_string().starts_with("invalid `axes`: figsize"));
+    }
+
+    #[test]
+    fn limits_fit_the_data_with_a_margin() {
+        assert_eq!(limits(None, [0.0, 10.0].into_iter(), 0.05).unwrap(), (-0.5, 10.5));
+        assert_eq!(limits(None, [3.0].into_iter(), 0.05).unwrap(), (2.5, 3.5));
+        assert_eq!(limits(Some((0.0, 5.0)), [9.0].into_iter(), 0.05).unwrap(), (0.0, 5.0));
     }
 }

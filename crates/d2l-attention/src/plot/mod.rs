@@ -104,11 +104,12 @@ fn integer_ticks(n: usize) -> Vec<f64> {
     (0..n).step_by(step).map(|i| i as f64).collect()
 }
 
-/// Formats a tick value with as many decimals as the tick spacing needs.
-fn tick_label(v: f64, span: f64) -> String {
-    let decimals = if span >= 10.0 { 0 } else if span >= 1.0 { 1 } else { 2 };
-    let s = format!("{v:.decimals$}");
-    if s.starts_with('-') && s.trim_start_matches(['-', '0', '.']).is_empty() { s[1..].to_owned() } else { s }
+/// Formats a tick value with at most four decimals and no trailing zeros:
+/// `1`, `2.5`, `0.05`.
+fn tick_label(v: f64) -> String {
+    let s = format!("{v:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" { "0".to_owned() } else { s.to_owned() }
 }
 
 #[cfg(test)]
@@ -125,10 +126,12 @@ mod tests {
     }
 
     #[test]
-    fn tick_labels_drop_negative_zero() {
-        assert_eq!(tick_label(-0.0001, 1.0), "0.0");
-        assert_eq!(tick_label(0.25, 0.5), "0.25");
-        assert_eq!(tick_label(20.0, 40.0), "20");
+    fn tick_labels_are_short() {
+        assert_eq!(tick_label(-0.00001), "0");
+        assert_eq!(tick_label(0.25), "0.25");
+        assert_eq!(tick_label(20.0), "20");
+        assert_eq!(tick_label(2.5), "2.5");
+        assert_eq!(tick_label(-1.0), "-1");
     }
 
     #[test]
