@@ -74,11 +74,12 @@ pub struct Report {
 /// atomically; reports progress on stderr.
 ///
 /// # Errors
-/// When `figures` cannot be created or written (naming the path), when the
-/// backend is not compiled in, or when a listing fails (naming it). A
+/// When the backend is not compiled in (before anything is written), when
+/// `figures` cannot be created or written (naming the path), or when a listing fails (naming it). A
 /// failed listing's entry is removed from the manifest, so it runs again
 /// next time; files already written by other listings stay valid.
 pub fn render(listings: &[Listing], figures: &Path, backend: Backend, force: bool) -> anyhow::Result<Report> {
+    let device = backend.device()?;
     fs::create_dir_all(figures).with_context(|| format!("cannot create the figures folder `{}`", figures.display()))?;
     let mut manifest = read_manifest(figures);
     let mut report = Report::default();
@@ -97,7 +98,6 @@ pub fn render(listings: &[Listing], figures: &Path, backend: Backend, force: boo
     if stale.is_empty() {
         return Ok(report);
     }
-    let device = backend.device()?;
     for (i, listing) in stale.iter().enumerate() {
         eprintln!("[listings {}/{}] running `{}` on {backend}", i + 1, stale.len(), listing.name);
         let start = Instant::now();

@@ -11,6 +11,7 @@ pub mod data;
 pub mod device;
 pub mod files;
 pub mod listing;
+pub mod machine_translation;
 pub mod nadaraya_watson;
 pub mod plot;
 pub mod queries_keys_values;

@@ -1,0 +1,196 @@
+//! The English–French data pipeline and BLEU, on small files the tests
+//! write themselves (and, when present, the shared copy of the corpus).
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+
+use burn::tensor::Device;
+use d2l_attention::machine_translation::*;
+use sha1::{Digest, Sha1};
+
+#[test]
+fn preprocessing_follows_d2l() {
+    assert_eq!(preprocess_nmt("Ça alors\u{202f}!"), "ça alors !");
+    assert_eq!(preprocess_nmt("Go.\tVa !"), "go .\tva !");
+    assert_eq!(preprocess_nmt("Hi,\u{a0}Tom?"), "hi , tom ?");
+    // U+2009 is left in place, as d2l leaves it; it is not a plain space, so
+    // the "!" still gets one before it.
+    assert_eq!(preprocess_nmt("Recule\u{2009}!"), "recule\u{2009} !");
+    assert_eq!(preprocess_nmt("Attends !"), "attends !");
+}
+
+#[test]
+fn tokenising_skips_and_counts_malformed_lines_and_keeps_exactly_num_examples() {
+    let text = "go .\tva !\nno tab here\nhi .\tsalut !\na\tb\tc\nrun !\tcours !\n";
+    let all = tokenize_nmt(text, None);
+    assert_eq!(all.source, vec![vec!["go", "."], vec!["hi", "."], vec!["run", "!"]]);
+    assert_eq!(all.target[1], vec!["salut", "!"]);
+    assert_eq!(all.skipped, 2);
+    let two = tokenize_nmt(text, Some(2));
+    assert_eq!((two.source.len(), two.skipped), (2, 1));
+}
+
+fn lines(text: &[&str]) -> Vec<Vec<String>> {
+    text.iter().map(|l| l.split(' ').map(str::to_owned).collect()).collect()
+}
+
+#[test]
+fn vocab_orders_by_frequency_with_ties_in_order_of_appearance() {
+    let vocab = Vocab::new(&lines(&["b a b", "c a d", "b e e"]), 2, &["<pad>", "<bos>", "<eos>"]);
+    // b: 3, a: 2, e: 2 (a seen first), c and d below min_freq.
+    let tokens: Vec<&str> = (0..vocab.len()).map(|i| vocab.token(i)).collect();
+    assert_eq!(tokens, ["<unk>", "<pad>", "<bos>", "<eos>", "b", "a", "e"]);
+    assert_eq!((vocab.index("c"), vocab.index("e")), (0, 6));
+}
+
+#[test]
+fn arrays_are_padded_with_eos_and_valid_lengths() {
+    assert_eq!(truncate_pad(&[47, 4], 4, 1), [47, 4, 1, 1]);
+    assert_eq!(truncate_pad(&[5, 6, 7, 8, 9], 3, 1), [5, 6, 7]);
+    let vocab = Vocab::new(&lines(&["go .", "go ."]), 1, &["<pad>", "<bos>", "<eos>"]);
+    let (array, valid) = build_array_nmt(&lines(&["go .", "go go go go go"]), &vocab, 4);
+    assert_eq!(array, [4, 5, 3, 1, 4, 4, 4, 4]);
+    assert_eq!(valid, [3, 4]);
+}
+
+fn shared_head() -> Option<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/fra-eng/fra-head.txt");
+    std::fs::read_to_string(path).ok()
+}
+
+#[test]
+fn load_data_nmt_batches_every_pair_once_in_a_seeded_order() {
+    let text = shared_head().unwrap_or_else(|| "go .\tva !\nhi .\tsalut !\n".repeat(300));
+    let data = NmtData::new(&text, 10, 600);
+    assert_eq!(data.len(), 600);
+    let device = Device::flex();
+    let batches = data.batches(64, 1, &device);
+    assert_eq!(batches.len(), 10);
+    assert_eq!((batches[0].x.dims(), batches[0].y.dims(), batches[9].x.dims()), ([64, 10], [64, 10], [24, 10]));
+    let lens: Vec<i64> = batches.iter().flat_map(|b| b.y_valid_len.clone().try_into_vec_as::<i64>().unwrap()).collect();
+    assert_eq!(lens.len(), 600);
+    assert!(lens.iter().all(|&l| (1..=10).contains(&l)));
+    let first = |seed| data.batches(64, seed, &device)[0].x.clone().try_into_vec_as::<i64>().unwrap();
+    assert_eq!(first(1), first(1));
+    assert_ne!(first(1), first(2));
+}
+
+#[test]
+fn bleu_matches_d2l_known_values() {
+    assert!((bleu("va", "va !", 2) - (-1.0f64).exp()).abs() < 1e-12);
+    assert!((bleu("il est mouillé .", "il est calme .", 2) - 0.658).abs() < 1e-3);
+    assert!((bleu("je perdu .", "j'ai perdu .", 2) - 0.6866).abs() < 1e-4);
+    assert_eq!(bleu("je suis chez moi .", "je suis chez moi .", 2), 1.0);
+    assert_eq!(bleu("", "va !", 2), 0.0);
+}
+
+/// A zip holding `members` (name, contents), and its SHA-1 as a `'static` string.
+fn make_zip(members: &[(&str, &[u8])]) -> (Vec<u8>, &'static str) {
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (name, contents) in members {
+        writer.start_file(*name, zip::write::SimpleFileOptions::default()).unwrap();
+        writer.write_all(contents).unwrap();
+    }
+    let bytes = writer.finish().unwrap().into_inner();
+    let sha = Box::leak(format!("{:x}", Sha1::digest(&bytes)).into_boxed_str());
+    (bytes, sha)
+}
+
+const CORPUS: &[u8] = b"Go.\tVa !\nHi.\tSalut !\n";
+
+#[test]
+fn a_folder_or_zip_given_explicitly_is_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    std::fs::write(dir.path().join("fra.txt"), CORPUS).unwrap();
+    let offline = Source { url: "http://127.0.0.1:9/none.zip", sha1: "0" };
+    assert_eq!(locate_fra_eng(Some(dir.path()), &cache, offline).unwrap(), dir.path().join("fra.txt"));
+
+    let zipped = tempfile::tempdir().unwrap();
+    let (bytes, sha1) = make_zip(&[("fra-eng/_about.txt", b"about"), ("fra-eng/fra.txt", CORPUS)]);
+    std::fs::write(zipped.path().join("fra-eng.zip"), &bytes).unwrap();
+    let found = locate_fra_eng(Some(zipped.path()), &cache, Source { sha1, ..offline }).unwrap();
+    assert_eq!(found, cache.join("fra.txt"));
+    assert_eq!(std::fs::read(&found).unwrap(), CORPUS);
+    // Next time the cache answers, even with no explicit path.
+    assert_eq!(locate_fra_eng(None, &cache, offline).unwrap(), cache.join("fra.txt"));
+}
+
+#[test]
+fn damaged_zips_are_refused_and_leave_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let zip_path = dir.path().join("fra-eng.zip");
+    let check = |bytes: &[u8], sha1: &'static str| {
+        std::fs::write(&zip_path, bytes).unwrap();
+        let err = extract_fra_eng(&zip_path, sha1, &cache).unwrap_err();
+        assert!(!cache.join("fra.txt").exists(), "{err}");
+        err
+    };
+    let (good, _) = make_zip(&[("fra-eng/fra.txt", CORPUS)]);
+    let err = check(&good, "94646ad1522d915e7b0f9296181140edcf86a4f5");
+    assert!(matches!(err, DataError::Checksum { .. }) && err.to_string().contains("download it again"), "{err}");
+
+    let truncated = &good[..good.len() / 2];
+    let sha = Box::leak(format!("{:x}", Sha1::digest(truncated)).into_boxed_str());
+    assert!(matches!(check(truncated, sha), DataError::BadZip { .. }));
+
+    let (slip, sha) = make_zip(&[("fra-eng/fra.txt", CORPUS), ("../../evil.txt", b"x")]);
+    let err = check(&slip, sha);
+    assert!(matches!(&err, DataError::UnsafeMember { member, .. } if member == "../../evil.txt"), "{err}");
+    assert!(!dir.path().join("evil.txt").exists());
+
+    let (other, sha) = make_zip(&[("fra-eng/_about.txt", b"about")]);
+    assert!(matches!(check(&other, sha), DataError::MissingMember { .. }));
+}
+
+#[test]
+fn non_utf8_text_is_reported_with_its_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fra.txt");
+    std::fs::write(&path, b"Go.\tVa \xff!\n").unwrap();
+    let err = read_corpus(&path).unwrap_err();
+    assert!(matches!(err, DataError::NotUtf8 { offset: 7, .. }), "{err}");
+}
+
+#[test]
+fn offline_with_nothing_cached_says_where_to_put_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    // Nothing listens on port 9 of the loopback: the download fails at once.
+    let err = locate_fra_eng(Some(&dir.path().join("missing")), &cache, Source { url: "http://127.0.0.1:9/fra-eng.zip", sha1: "0" }).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, DataError::NotFound { .. }), "{msg}");
+    assert!(msg.contains(&cache.display().to_string()) && msg.contains("D2L_DATA_DIR") && msg.contains("missing"), "{msg}");
+}
+
+/// Serves `body` once over HTTP on 127.0.0.1 and returns the URL.
+fn serve_once(body: Vec<u8>) -> &'static str {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/fra-eng.zip", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut request = [0u8; 4096];
+        let _ = stream.read(&mut request);
+        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.write_all(&body).unwrap();
+    });
+    Box::leak(url.into_boxed_str())
+}
+
+#[test]
+fn a_download_is_verified_before_it_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let (bytes, sha1) = make_zip(&[("fra-eng/fra.txt", CORPUS)]);
+    // A download whose checksum is wrong is not kept.
+    let err = locate_fra_eng(None, &cache, Source { url: serve_once(bytes.clone()), sha1: "0000" }).unwrap_err();
+    assert!(matches!(err, DataError::Checksum { .. }), "{err}");
+    assert!(!cache.join("fra-eng.zip").exists() && !cache.join("fra.txt").exists());
+    // A good one is kept and extracted.
+    let found = locate_fra_eng(None, &cache, Source { url: serve_once(bytes), sha1 }).unwrap();
+    assert_eq!(std::fs::read(found).unwrap(), CORPUS);
+    assert!(cache.join("fra-eng.zip").is_file());
+}
