@@ -115,6 +115,15 @@ pub fn cache_dir() -> PathBuf {
     dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("d2l-attention").join("fra-eng")
 }
 
+/// The corpus text: [`locate_fra_eng`] with the user cache folder and
+/// d2l's download, then [`read_corpus`].
+///
+/// # Errors
+/// See [`locate_fra_eng`] and [`read_corpus`].
+pub fn load_fra_eng(explicit: Option<&Path>) -> Result<String, DataError> {
+    read_corpus(&locate_fra_eng(explicit, &cache_dir(), FRA_ENG)?)
+}
+
 /// Finds `fra.txt`, in this order: `explicit` (or else [`DATA_DIR_ENV`]), a
 /// folder holding `fra.txt` or `fra-eng.zip`, or one of those files; then
 /// the cache folder `cache`; then a download of `source` (normally

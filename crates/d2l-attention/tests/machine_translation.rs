@@ -194,3 +194,17 @@ fn a_download_is_verified_before_it_is_kept() {
     assert_eq!(std::fs::read(found).unwrap(), CORPUS);
     assert!(cache.join("fra-eng.zip").is_file());
 }
+
+#[test]
+fn the_shared_corpus_loads_from_an_explicit_folder() {
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/fra-eng");
+    if !folder.join("fra.txt").is_file() {
+        eprintln!("skipped: no shared copy of the corpus at {}", folder.display());
+        return;
+    }
+    let text = load_fra_eng(Some(&folder)).unwrap();
+    let pairs = tokenize_nmt(&preprocess_nmt(&text), None);
+    assert_eq!((pairs.source.len(), pairs.skipped), (167_130, 0));
+    assert_eq!(pairs.source[0], ["go", "."]);
+    assert_eq!(pairs.target[0], ["va", "!"]);
+}
