@@ -2,9 +2,9 @@
 //! into `figures/`, skipping listings whose sources have not changed.
 //!
 //! `figures/fingerprints.txt` records, for each listing, the fingerprint
-//! ([`Listing::fingerprint`]) of the code that made its files and the files'
-//! names; a listing is run again when its fingerprint changes or one of its
-//! files is missing.
+//! ([`Listing::fingerprint`]) of the code that made its files, and each
+//! file's name and content hash; a listing is run again when its
+//! fingerprint changes or one of its files is missing or altered.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use burn::tensor::Device;
+use sha2::{Digest, Sha256};
 use d2l_attention::Backend;
 use d2l_attention::files::write_atomic;
 use d2l_attention::listing::Listing;
@@ -21,23 +22,38 @@ use d2l_attention::listing::Listing;
 pub const MANIFEST: &str = "fingerprints.txt";
 
 /// One manifest entry: the fingerprint a listing's files were made under,
-/// and their names.
+/// and each file's name and content hash.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
     pub fingerprint: String,
-    pub files: Vec<String>,
+    pub files: Vec<(String, String)>,
+}
+
+impl Entry {
+    /// Whether the entry was made under `fingerprint` and every file it
+    /// lists is still in `figures` as written.
+    fn is_fresh(&self, fingerprint: &str, figures: &Path) -> bool {
+        self.fingerprint == fingerprint
+            && !self.files.is_empty()
+            && self.files.iter().all(|(name, hash)| fs::read(figures.join(name)).is_ok_and(|bytes| content_hash(&bytes) == *hash))
+    }
+}
+
+/// A short content hash: the first 16 hex digits of SHA-256.
+pub fn content_hash(bytes: &[u8]) -> String {
+    format!("{:x}", Sha256::digest(bytes))[..16].to_owned()
 }
 
 /// Reads `<figures>/fingerprints.txt` (missing: empty). Lines are
-/// `name fingerprint file…`; a malformed line is dropped, which makes its
-/// listing run again.
+/// `name fingerprint file@hash…`; a malformed line is dropped, which makes
+/// its listing run again.
 pub fn read_manifest(figures: &Path) -> BTreeMap<String, Entry> {
     let text = fs::read_to_string(figures.join(MANIFEST)).unwrap_or_default();
     text.lines()
         .filter_map(|line| {
             let mut words = line.split_whitespace();
             let (name, fingerprint) = (words.next()?, words.next()?);
-            let files = words.map(str::to_owned).collect();
+            let files = words.map(|w| w.split_once('@').map(|(f, h)| (f.to_owned(), h.to_owned()))).collect::<Option<_>>()?;
             Some((name.to_owned(), Entry { fingerprint: fingerprint.to_owned(), files }))
         })
         .collect()
@@ -46,7 +62,10 @@ pub fn read_manifest(figures: &Path) -> BTreeMap<String, Entry> {
 fn write_manifest(figures: &Path, manifest: &BTreeMap<String, Entry>) -> anyhow::Result<()> {
     let text: String = manifest
         .iter()
-        .map(|(name, e)| format!("{name} {} {}\n", e.fingerprint, e.files.join(" ")))
+        .map(|(name, e)| {
+            let files: Vec<String> = e.files.iter().map(|(f, h)| format!("{f}@{h}")).collect();
+            format!("{name} {} {}\n", e.fingerprint, files.join(" "))
+        })
         .collect();
     write_if_changed(&figures.join(MANIFEST), &text)
 }
@@ -86,9 +105,7 @@ pub fn render(listings: &[Listing], figures: &Path, backend: Backend, force: boo
     let stale: Vec<&Listing> = listings
         .iter()
         .filter(|l| {
-            let fresh = manifest.get(l.name).is_some_and(|e| {
-                e.fingerprint == l.fingerprint(backend) && e.files.iter().all(|f| figures.join(f).is_file())
-            });
+            let fresh = manifest.get(l.name).is_some_and(|e| e.is_fresh(&l.fingerprint(backend), figures));
             if fresh && !force {
                 report.skipped.push(l.name.to_owned());
             }
@@ -118,16 +135,18 @@ pub fn render(listings: &[Listing], figures: &Path, backend: Backend, force: boo
     Ok(report)
 }
 
-fn run_one(listing: &Listing, figures: &Path, device: &Device) -> anyhow::Result<Vec<String>> {
+fn run_one(listing: &Listing, figures: &Path, device: &Device) -> anyhow::Result<Vec<(String, String)>> {
     let output = listing.execute(device)?;
-    let files = output.files(listing.name);
-    let mut names = Vec::new();
-    for (name, contents) in files {
-        if names.contains(&name) {
+    let mut files: Vec<(String, String)> = Vec::new();
+    for (name, contents) in output.files(listing.name) {
+        if files.iter().any(|(f, _)| *f == name) {
             bail!("listing `{}` writes `{name}` twice", listing.name);
         }
         write_if_changed(&figures.join(&name), contents)?;
-        names.push(name);
+        files.push((name, content_hash(contents.as_bytes())));
     }
-    Ok(names)
+    if files.is_empty() {
+        bail!("listing `{}` printed and drew nothing", listing.name);
+    }
+    Ok(files)
 }

@@ -3,7 +3,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use attention_book::{read_manifest, render};
+use attention_book::{content_hash, read_manifest, render};
 use d2l_attention::Backend;
 use d2l_attention::listing::{self, Listing, Output};
 
@@ -19,8 +19,10 @@ fn every_listing_was_rendered_from_the_current_code() {
     for l in listing::all() {
         let entry = manifest.get(l.name).unwrap_or_else(|| panic!("`{}` was never rendered; {HOW_TO_FIX}", l.name));
         assert_eq!(entry.fingerprint, l.fingerprint(Backend::Flex), "`{}` changed since its outputs were made; {HOW_TO_FIX}", l.name);
-        for f in &entry.files {
-            assert!(figures().join(f).is_file(), "figures/{f} is missing; {HOW_TO_FIX}");
+        assert!(!entry.files.is_empty(), "`{}` lists no files; {HOW_TO_FIX}", l.name);
+        for (f, hash) in &entry.files {
+            let bytes = fs::read(figures().join(f)).unwrap_or_else(|e| panic!("figures/{f}: {e}; {HOW_TO_FIX}"));
+            assert_eq!(&content_hash(&bytes), hash, "figures/{f} was changed by hand; {HOW_TO_FIX}");
         }
     }
 }
@@ -75,10 +77,17 @@ fn render_skips_what_is_up_to_date_and_reruns_what_changed() {
     // An edit to the listing's source changes its fingerprint.
     let edited = Listing { sources: &["v2"], ..HELLO };
     assert_eq!(render(&[edited], dir.path(), Backend::Flex, false).unwrap().ran, ["hello"]);
-    // A deleted output is made again.
+    // A deleted output is made again, and so is one changed by hand.
     fs::remove_file(dir.path().join("hello.txt")).unwrap();
     assert_eq!(render(&[edited], dir.path(), Backend::Flex, false).unwrap().ran, ["hello"]);
     assert!(dir.path().join("hello.txt").is_file());
+    fs::write(dir.path().join("hello.txt"), "garbage").unwrap();
+    assert_eq!(render(&[edited], dir.path(), Backend::Flex, false).unwrap().ran, ["hello"]);
+    assert_eq!(fs::read_to_string(dir.path().join("hello.txt")).unwrap(), "hello\n");
+    // A manifest line that lists no files is not trusted.
+    let fingerprint = edited.fingerprint(Backend::Flex);
+    fs::write(dir.path().join("fingerprints.txt"), format!("hello {fingerprint}\n")).unwrap();
+    assert_eq!(render(&[edited], dir.path(), Backend::Flex, false).unwrap().ran, ["hello"]);
 }
 
 #[test]

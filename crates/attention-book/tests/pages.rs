@@ -102,7 +102,7 @@ fn every_figure_a_page_shows_exists_and_every_output_is_shown() {
         assert!(book().join("figures").join(&name).is_file(), "a page shows figures/{name}, which does not exist");
     }
     for (listing, entry) in read_manifest(&book().join("figures")) {
-        for f in entry.files {
+        for (f, _) in entry.files {
             assert!(all_text.contains(&format!("figures/{f}")), "no page shows figures/{f} of listing `{listing}`");
         }
     }

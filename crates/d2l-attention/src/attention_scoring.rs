@@ -46,6 +46,9 @@ pub enum AttentionError {
         /// The dimension that differs, in words.
         why: &'static str,
     },
+    /// `valid_lens` could not be read from its device.
+    #[error("cannot read `valid_lens` from its device: {0}")]
+    Unreadable(String),
     /// A valid length outside 0..=num_keys.
     #[error("`valid_lens` holds {value} at {index:?}; each valid length must be in 0..={num_keys}")]
     ValidLen {
@@ -85,22 +88,18 @@ impl ValidLens {
     /// The lengths as (batch_size, num_queries, 1), after checking their
     /// shape and range.
     fn per_query(self, batch_size: usize, num_queries: usize, num_keys: usize) -> Result<Tensor<3, Int>, AttentionError> {
-        let (lens, expected) = match self {
-            ValidLens::PerSequence(t) => {
-                let ok = t.dims() == [batch_size];
-                let lens = ok.then(|| t.clone().reshape([batch_size, 1, 1]).expand([batch_size, num_queries, 1]));
-                (lens.ok_or_else(|| t.dims().to_vec()), format!("({batch_size},) or ({batch_size}, {num_queries})"))
-            }
-            ValidLens::PerQuery(t) => {
-                let ok = t.dims() == [batch_size, num_queries];
-                let lens = ok.then(|| t.clone().reshape([batch_size, num_queries, 1]));
-                (lens.ok_or_else(|| t.dims().to_vec()), format!("({batch_size},) or ({batch_size}, {num_queries})"))
-            }
+        let expected = || format!("({batch_size},) or ({batch_size}, {num_queries})");
+        let (lens, dims): (Tensor<3, Int>, Vec<usize>) = match self {
+            ValidLens::PerSequence(t) if t.dims() == [batch_size] => (t.reshape([batch_size, 1, 1]).expand([batch_size, num_queries, 1]), vec![batch_size]),
+            ValidLens::PerQuery(t) if t.dims() == [batch_size, num_queries] => (t.reshape([batch_size, num_queries, 1]), vec![batch_size, num_queries]),
+            ValidLens::PerSequence(t) => return Err(AttentionError::Shape { arg: "valid_lens", got: t.dims().to_vec(), expected: expected() }),
+            ValidLens::PerQuery(t) => return Err(AttentionError::Shape { arg: "valid_lens", got: t.dims().to_vec(), expected: expected() }),
         };
-        let lens = lens.map_err(|got| AttentionError::Shape { arg: "valid_lens", got, expected })?;
-        let values = lens.clone().try_into_vec_as::<i64>().unwrap_or_default();
+        let values = lens.clone().try_into_vec_as::<i64>().map_err(|e| AttentionError::Unreadable(e.to_string()))?;
         if let Some(i) = values.iter().position(|&v| v < 0 || v as usize > num_keys) {
-            return Err(AttentionError::ValidLen { value: values[i], index: vec![i / num_queries, i % num_queries], num_keys });
+            // The position in the caller's tensor: (b,) or (b, q).
+            let index = if dims.len() == 1 { vec![i / num_queries] } else { vec![i / num_queries, i % num_queries] };
+            return Err(AttentionError::ValidLen { value: values[i], index, num_keys });
         }
         Ok(lens)
     }
@@ -121,7 +120,9 @@ fn check_rank3(arg: &'static str, dims: [usize; 3], batch_size: usize) -> Result
 ///   (batch_size,) or [`ValidLens::PerQuery`] (batch_size, num_queries).
 ///
 /// Returns the weights, shaped like `scores`: each row sums to 1 over its
-/// valid keys, and keys at or past the valid length get exactly 0. A row
+/// valid keys, and keys at or past the valid length get exactly 0 (as long
+/// as the valid scores of the row stay well above [`MASK_VALUE`], which
+/// the masked ones are set to, as in d2l). A row
 /// with valid length 0 is **uniform** (1/num_keys each), as in d2l, whose
 /// masked scores are [`MASK_VALUE`]: finite, so neither the weights nor
 /// their gradient contain NaN. (PyTorch's fused SDPA returns zeros there.)
@@ -329,8 +330,14 @@ impl DotProductAttention {
 // ANCHOR: bilinear
 pub fn bilinear_scores(queries: Tensor<3>, keys: Tensor<3>, w: Tensor<2>) -> Result<Tensor<3>, AttentionError> {
     let (q, k, wd) = (queries.dims(), keys.dims(), w.dims());
-    if wd != [k[2], q[2]] {
+    if q[0] != k[0] {
+        return Err(AttentionError::Mismatch { a: "queries", a_shape: q.to_vec(), b: "keys", b_shape: k.to_vec(), why: "batch sizes differ" });
+    }
+    if wd[1] != q[2] {
         return Err(AttentionError::Mismatch { a: "w", a_shape: wd.to_vec(), b: "queries", b_shape: q.to_vec(), why: "w must be (key_size, query_size)" });
+    }
+    if wd[0] != k[2] {
+        return Err(AttentionError::Mismatch { a: "w", a_shape: wd.to_vec(), b: "keys", b_shape: k.to_vec(), why: "w must be (key_size, query_size)" });
     }
     let projected = queries.matmul(w.transpose().unsqueeze_dim::<3>(0)); // (b, q, key_size)
     Ok(projected.matmul(keys.swap_dims(1, 2)))

@@ -35,6 +35,12 @@ pub enum DeviceError {
         /// What the reader asked for.
         given: String,
     },
+    /// [`DEVICE_ENV`] names no backend.
+    #[error("{DEVICE_ENV}=`{given}` names an unknown device; valid choices: {VALID_DEVICES}")]
+    UnknownInEnv {
+        /// The variable's value.
+        given: String,
+    },
     /// The backend exists but this build does not include it.
     #[error(
         "device `{given}` needs the cargo feature `{feature}`, which this build lacks; \
@@ -82,10 +88,10 @@ impl Backend {
     /// unset or empty.
     ///
     /// # Errors
-    /// [`DeviceError::Unknown`] when the variable holds something else.
+    /// [`DeviceError::UnknownInEnv`] when the variable holds something else.
     pub fn from_env() -> Result<Self, DeviceError> {
         match std::env::var(DEVICE_ENV) {
-            Ok(v) if !v.trim().is_empty() => v.parse(),
+            Ok(v) if !v.trim().is_empty() => v.parse().map_err(|_| DeviceError::UnknownInEnv { given: v }),
             _ => Ok(Backend::Flex),
         }
     }

@@ -5,13 +5,13 @@ use std::path::{Path, PathBuf};
 
 /// Why a file could not be written.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot write `{}`: {source}", path.display())]
+#[error("cannot write `{}`: {error}", path.display())]
 pub struct WriteError {
     /// The file that was to be written.
     pub path: PathBuf,
-    /// What the operating system said.
-    #[source]
-    pub source: std::io::Error,
+    /// What the operating system said (in the message, so not repeated as
+    /// a separate cause).
+    pub error: std::io::Error,
 }
 
 /// Writes `bytes` to `path` atomically: into a temporary file in the same
@@ -22,7 +22,7 @@ pub struct WriteError {
 /// [`WriteError`] naming `path` when its folder does not exist, is not a
 /// folder, or is not writable.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
-    let err = |source| WriteError { path: path.to_owned(), source };
+    let err = |error| WriteError { path: path.to_owned(), error };
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),

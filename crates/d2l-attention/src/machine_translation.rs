@@ -55,6 +55,18 @@ pub enum DataError {
         /// Why the download failed.
         reason: String,
     },
+    /// The path given for the corpus does not exist.
+    #[error("`{}` (the corpus path given, or {DATA_DIR_ENV}) does not exist", .path.display())]
+    MissingPath {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The corpus has no usable sentence pair.
+    #[error("the corpus has {skipped} lines without exactly one tab and no usable pair; is it d2l's fra.txt (English<TAB>French per line)?")]
+    NoPairs {
+        /// Lines skipped.
+        skipped: usize,
+    },
     /// The zip's checksum is wrong (a truncated or altered download).
     #[error("`{}` has SHA-1 {got}, expected {expected}: the file is damaged or not d2l's fra-eng.zip; delete it and download it again", .path.display())]
     Checksum {
@@ -96,18 +108,17 @@ pub enum DataError {
         offset: usize,
     },
     /// Reading or writing a file failed.
-    #[error("`{}`: {source}", .path.display())]
+    #[error("`{}`: {error}", .path.display())]
     Io {
         /// The file.
         path: PathBuf,
         /// What the system said.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> DataError + '_ {
-    move |source| DataError::Io { path: path.to_owned(), source }
+    move |error| DataError::Io { path: path.to_owned(), error }
 }
 
 /// The per-user cache folder the corpus is kept in after a download.
@@ -115,17 +126,19 @@ pub fn cache_dir() -> PathBuf {
     dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("d2l-attention").join("fra-eng")
 }
 
-/// The corpus text: [`locate_fra_eng`] with the user cache folder and
-/// d2l's download, then [`read_corpus`].
+/// The corpus text: [`locate_fra_eng`] with `explicit` (or else the path
+/// in [`DATA_DIR_ENV`]), the user cache folder and d2l's download, then
+/// [`read_corpus`].
 ///
 /// # Errors
 /// See [`locate_fra_eng`] and [`read_corpus`].
 pub fn load_fra_eng(explicit: Option<&Path>) -> Result<String, DataError> {
-    read_corpus(&locate_fra_eng(explicit, &cache_dir(), FRA_ENG)?)
+    let from_env = std::env::var_os(DATA_DIR_ENV).map(PathBuf::from);
+    read_corpus(&locate_fra_eng(explicit.or(from_env.as_deref()), &cache_dir(), FRA_ENG)?)
 }
 
-/// Finds `fra.txt`, in this order: `explicit` (or else [`DATA_DIR_ENV`]), a
-/// folder holding `fra.txt` or `fra-eng.zip`, or one of those files; then
+/// Finds `fra.txt`, in this order: `explicit`, a folder holding `fra.txt`
+/// or `fra-eng.zip`, or one of those files; then
 /// the cache folder `cache`; then a download of `source` (normally
 /// [`FRA_ENG`]) into `cache`. A zip is checked against `source.sha1` and
 /// its `fra.txt` extracted into `cache`. Returns the path of `fra.txt`.
@@ -134,13 +147,17 @@ pub fn load_fra_eng(explicit: Option<&Path>) -> Result<String, DataError> {
 /// [`DataError::NotFound`] telling where to put the file when nothing was
 /// found and the download failed (e.g. offline); [`DataError::Checksum`],
 /// [`DataError::BadZip`], [`DataError::MissingMember`] or
-/// [`DataError::UnsafeMember`] for a damaged zip. Files are written
+/// [`DataError::UnsafeMember`] for a damaged zip; [`DataError::MissingPath`]
+/// when `explicit` does not exist (a typo is not papered over by the
+/// cache). Files are written
 /// atomically and a download is kept only once verified, so nothing
 /// half-written is ever reused.
 pub fn locate_fra_eng(explicit: Option<&Path>, cache: &Path, source: Source) -> Result<PathBuf, DataError> {
-    let from_env = std::env::var_os(DATA_DIR_ENV).map(PathBuf::from);
+    if let Some(path) = explicit.filter(|p| !p.exists()) {
+        return Err(DataError::MissingPath { path: path.to_owned() });
+    }
     let mut tried = Vec::new();
-    for place in explicit.map(Path::to_owned).or(from_env).into_iter().chain([cache.to_owned()]) {
+    for place in explicit.map(Path::to_owned).into_iter().chain([cache.to_owned()]) {
         let candidates = if place.is_dir() { vec![place.join("fra.txt"), place.join("fra-eng.zip")] } else { vec![place.clone()] };
         for candidate in candidates {
             if candidate.is_file() {
@@ -154,7 +171,7 @@ pub fn locate_fra_eng(explicit: Option<&Path>, cache: &Path, source: Source) -> 
     let zip = cache.join("fra-eng.zip");
     check_sha1(&bytes, source.sha1, &zip)?;
     fs::create_dir_all(cache).map_err(io_err(cache))?;
-    write_atomic(&zip, &bytes).map_err(|e| DataError::Io { path: e.path, source: e.source })?;
+    write_atomic(&zip, &bytes).map_err(|e| DataError::Io { path: e.path, error: e.error })?;
     extract_fra_eng(&zip, source.sha1, cache)
 }
 
@@ -188,7 +205,7 @@ pub fn extract_fra_eng(zip: &Path, sha1: &'static str, dest_dir: &Path) -> Resul
     let text = read_member(std::io::Cursor::new(bytes), zip)?;
     fs::create_dir_all(dest_dir).map_err(io_err(dest_dir))?;
     let dest = dest_dir.join("fra.txt");
-    write_atomic(&dest, &text).map_err(|e| DataError::Io { path: e.path, source: e.source })?;
+    write_atomic(&dest, &text).map_err(|e| DataError::Io { path: e.path, error: e.error })?;
     Ok(dest)
 }
 
@@ -386,14 +403,21 @@ impl NmtData {
     /// d2l's `load_data_nmt` on a corpus text: preprocess, take the first
     /// `num_examples` pairs, build vocabularies (min_freq 2, reserved
     /// `<pad>`, `<bos>`, `<eos>`) and padded arrays of `num_steps` tokens.
-    pub fn new(text: &str, num_steps: usize, num_examples: usize) -> Self {
+    ///
+    /// # Errors
+    /// [`DataError::NoPairs`] when no line holds a pair (a file of another
+    /// format, such as an HTML error page or a three-column export).
+    pub fn new(text: &str, num_steps: usize, num_examples: usize) -> Result<Self, DataError> {
         let pairs = tokenize_nmt(&preprocess_nmt(text), Some(num_examples));
+        if pairs.source.is_empty() {
+            return Err(DataError::NoPairs { skipped: pairs.skipped });
+        }
         let reserved = ["<pad>", "<bos>", "<eos>"];
         let src_vocab = Vocab::new(&pairs.source, 2, &reserved);
         let tgt_vocab = Vocab::new(&pairs.target, 2, &reserved);
         let source = build_array_nmt(&pairs.source, &src_vocab, num_steps);
         let target = build_array_nmt(&pairs.target, &tgt_vocab, num_steps);
-        NmtData { src_vocab, tgt_vocab, num_steps, source, target }
+        Ok(NmtData { src_vocab, tgt_vocab, num_steps, source, target })
     }
 
     /// The number of sentence pairs.
@@ -409,7 +433,11 @@ impl NmtData {
     /// The pairs in shuffled mini-batches of `batch_size` (the last one may
     /// be smaller), shuffled by a generator seeded with `seed`; pass the
     /// epoch number for a new order each epoch.
+    ///
+    /// # Panics
+    /// When `batch_size` is 0.
     pub fn batches(&self, batch_size: usize, seed: u64, device: &Device) -> Vec<Batch> {
+        assert!(batch_size > 0, "`batch_size` must be at least 1");
         let mut order: Vec<usize> = (0..self.len()).collect();
         order.shuffle(&mut StdRng::seed_from_u64(seed));
         let n = self.num_steps;

@@ -19,6 +19,9 @@ pub enum RegressionError {
     /// The training set is empty.
     #[error("`x_train` is empty: kernel regression needs at least one training point")]
     NoTrainingData,
+    /// Leave-one-out training needs at least two points.
+    #[error("`x_train` has 1 point; leave-one-out training needs at least 2")]
+    TooFewForLeaveOneOut,
     /// Inputs and targets differ in length.
     #[error("`x_train` has {x} points but `y_train` has {y}")]
     Mismatch {
@@ -38,6 +41,9 @@ pub enum RegressionError {
         /// The kernel's name.
         kernel: String,
     },
+    /// A Gaussian kernel's bandwidth is not a positive number.
+    #[error("`sigma` is {0}; a Gaussian kernel's bandwidth must be finite and positive")]
+    Bandwidth(f32),
     /// Training diverged.
     #[error("`w` became {w} at epoch {epoch}; lower the learning rate")]
     Diverged {
@@ -179,19 +185,28 @@ impl Kernel {
 /// # Errors
 /// [`RegressionError::EmptySupport`] naming the first query whose kernel
 /// weights are all zero (a boxcar or Epanechikov kernel with no training
-/// point within distance 1), instead of a NaN prediction; the errors of
-/// [`nonparametric_pooling`] for a bad training set.
+/// point within distance 1), instead of a NaN prediction;
+/// [`RegressionError::Bandwidth`] for a Gaussian σ that is not finite and
+/// positive; the errors of [`nonparametric_pooling`] for a bad training set.
 pub fn nadaraya_watson(x_train: Tensor<1>, y_train: Tensor<1>, queries: Tensor<1>, kernel: Kernel) -> Result<(Tensor<1>, Tensor<2>), RegressionError> {
     check_training_set(&x_train, &y_train)?;
     let differences = queries.clone().unsqueeze_dim::<2>(1) - x_train.unsqueeze_dim::<2>(0);
-    let k = kernel.apply(differences);
-    let totals = k.clone().sum_dim(1); // (n_queries, 1)
-    let empty = totals.clone().equal_elem(0.0).squeeze_dim::<1>(1).try_into_vec_as::<bool>().unwrap_or_default();
-    if let Some(query) = empty.iter().position(|&e| e) {
-        let x = queries.narrow(0, query, 1).into_scalar::<f32>();
-        return Err(RegressionError::EmptySupport { query, x, kernel: kernel.to_string() });
-    }
-    let attention_weights = k / totals;
+    let attention_weights = if let Kernel::Gaussian { sigma } = kernel {
+        if !(sigma.is_finite() && sigma > 0.0) {
+            return Err(RegressionError::Bandwidth(sigma));
+        }
+        // exp(−u²/2σ²) normalised is a softmax; computed as one it never underflows to 0/0.
+        softmax(-differences.powi_scalar(2) / (2.0 * sigma * sigma), 1)
+    } else {
+        let k = kernel.apply(differences);
+        let totals = k.clone().sum_dim(1); // (n_queries, 1)
+        let empty = totals.clone().equal_elem(0.0).squeeze_dim::<1>(1).try_into_vec_as::<bool>().unwrap_or_default();
+        if let Some(query) = empty.iter().position(|&e| e) {
+            let x = queries.narrow(0, query, 1).into_scalar::<f32>();
+            return Err(RegressionError::EmptySupport { query, x, kernel: kernel.to_string() });
+        }
+        k / totals
+    };
     let y_hat = attention_weights.clone().matmul(y_train.unsqueeze_dim::<2>(1)).squeeze_dim::<1>(1);
     Ok((y_hat, attention_weights))
 }
@@ -207,7 +222,8 @@ pub struct NWKernelRegression {
 }
 
 impl NWKernelRegression {
-    /// A model whose `w` starts at `w` (d2l draws it from N(0, 1) or U(0, 1)).
+    /// A model whose `w` starts at `w` (seed notebook `000` draws it from
+    /// N(0, 1), d2l zh and the blog from U(0, 1)).
     pub fn new(w: f32, device: &Device) -> Self {
         NWKernelRegression { w: Param::from_tensor(Tensor::from_floats([w], device)) }
     }
@@ -242,7 +258,7 @@ pub fn leave_one_out(x_train: Tensor<1>, y_train: Tensor<1>) -> Result<(Tensor<2
     check_training_set(&x_train, &y_train)?;
     let n = x_train.dims()[0];
     if n < 2 {
-        return Err(RegressionError::NoTrainingData);
+        return Err(RegressionError::TooFewForLeaveOneOut);
     }
     let device = x_train.device();
     let drop_diagonal = |t: Tensor<1>| -> Tensor<2> {
@@ -440,7 +456,7 @@ fn train_and_draw(device: &Device, out: &mut Output, w0: f32, lr: f64, epochs: u
 
 fn parametric_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: parametric
-    // w starts from a seeded N(0, 1) draw, as d2l's `torch.randn((1,))`.
+    // w starts from a seeded N(0, 1) draw, as the seed notebook's `torch.randn((1,))`.
     let w0 = randn([1], SEED, device).into_scalar::<f32>();
     let model = train_and_draw(device, out, w0, 0.5, 5, "nw-parametric")?;
     writeln!(out, "w = {:.4} (started at {w0:.4})", model.w())?;

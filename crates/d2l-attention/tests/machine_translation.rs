@@ -62,7 +62,7 @@ fn shared_head() -> Option<String> {
 #[test]
 fn load_data_nmt_batches_every_pair_once_in_a_seeded_order() {
     let text = shared_head().unwrap_or_else(|| "go .\tva !\nhi .\tsalut !\n".repeat(300));
-    let data = NmtData::new(&text, 10, 600);
+    let data = NmtData::new(&text, 10, 600).unwrap();
     assert_eq!(data.len(), 600);
     let device = Device::flex();
     let batches = data.batches(64, 1, &device);
@@ -74,6 +74,23 @@ fn load_data_nmt_batches_every_pair_once_in_a_seeded_order() {
     let first = |seed| data.batches(64, seed, &device)[0].x.clone().try_into_vec_as::<i64>().unwrap();
     assert_eq!(first(1), first(1));
     assert_ne!(first(1), first(2));
+}
+
+#[test]
+fn a_file_of_another_format_is_an_error_not_an_empty_data_set() {
+    let three_columns = "Go.\tVa !\tCC-BY 2.0 (France) Attribution\n".repeat(5);
+    let err = NmtData::new(&three_columns, 10, 600).unwrap_err();
+    assert!(matches!(err, DataError::NoPairs { skipped: 5 }), "{err}");
+}
+
+#[test]
+fn a_missing_explicit_path_is_an_error_even_with_a_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("fra.txt"), CORPUS).unwrap();
+    let typo = dir.path().join("fra-eng-typo");
+    let err = locate_fra_eng(Some(&typo), dir.path(), Source { url: "http://127.0.0.1:9/x.zip", sha1: "0" }).unwrap_err();
+    assert!(matches!(&err, DataError::MissingPath { path } if *path == typo), "{err}");
+    assert!(err.to_string().contains("D2L_DATA_DIR"));
 }
 
 #[test]
@@ -159,10 +176,12 @@ fn offline_with_nothing_cached_says_where_to_put_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
     // Nothing listens on port 9 of the loopback: the download fails at once.
-    let err = locate_fra_eng(Some(&dir.path().join("missing")), &cache, Source { url: "http://127.0.0.1:9/fra-eng.zip", sha1: "0" }).unwrap_err();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let err = locate_fra_eng(Some(&empty), &cache, Source { url: "http://127.0.0.1:9/fra-eng.zip", sha1: "0" }).unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, DataError::NotFound { .. }), "{msg}");
-    assert!(msg.contains(&cache.display().to_string()) && msg.contains("D2L_DATA_DIR") && msg.contains("missing"), "{msg}");
+    assert!(msg.contains(&cache.display().to_string()) && msg.contains("D2L_DATA_DIR") && msg.contains("empty/fra.txt"), "{msg}");
 }
 
 /// Serves `body` once over HTTP on 127.0.0.1 and returns the URL.

@@ -135,7 +135,14 @@ fn bad_training_sets_and_empty_supports_are_errors_not_nan() {
     let err = nadaraya_watson(x.clone(), x.clone(), far, Kernel::Boxcar).unwrap_err();
     assert_eq!(err, RegressionError::EmptySupport { query: 1, x: 10.0, kernel: "Boxcar".into() });
     assert!(err.to_string().contains("query 1 (x = 10)"), "{err}");
-    // The Gaussian kernel reaches everywhere: a finite answer far away.
+    // The Gaussian kernel reaches everywhere: a finite answer far away, even
+    // where every exp(−u²/2σ²) underflows to 0 in f32.
+    let (y, _) = nadaraya_watson(x.clone(), x.clone(), Tensor::from_floats([10.0], &device), Kernel::Gaussian { sigma: 0.1 }).unwrap();
+    assert_eq!(y.into_scalar::<f32>(), 2.0);
+    for sigma in [0.0, -1.0, f32::NAN] {
+        let err = nadaraya_watson(x.clone(), x.clone(), queries.clone(), Kernel::Gaussian { sigma }).unwrap_err();
+        assert!(err.to_string().starts_with("`sigma` is"), "{err}");
+    }
     let (y, _) = nadaraya_watson(x.clone(), x, Tensor::from_floats([10.0], &device), Kernel::Gaussian { sigma: 1.0 }).unwrap();
     let y = y.into_scalar::<f32>();
     // Weight e^-8.5 relative on x = 1, the rest negligible: y = 2 − 2·10⁻⁴.

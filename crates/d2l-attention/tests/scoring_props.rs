@@ -52,11 +52,13 @@ proptest! {
 fn valid_lens_out_of_range_is_refused() {
     let device = Device::flex();
     let scores = randn([2, 2, 4], 0, &device);
-    for (lens, bad) in [([2i64, 5], 5i64), ([-1, 3], -1)] {
+    for (lens, bad, at) in [([2i64, 5], 5i64, 1), ([-1, 3], -1, 0)] {
         let err = masked_softmax(scores.clone(), Some(Tensor::<1, Int>::from_ints(lens, &device).into())).unwrap_err();
-        assert!(matches!(err, AttentionError::ValidLen { value, num_keys: 4, .. } if value == bad), "{err}");
+        assert_eq!(err, AttentionError::ValidLen { value: bad, index: vec![at], num_keys: 4 });
         assert!(err.to_string().contains("`valid_lens`") && err.to_string().contains("0..=4"), "{err}");
     }
+    let err = masked_softmax(scores, Some(Tensor::<2, Int>::from_ints([[1, 2], [4, 7]], &device).into())).unwrap_err();
+    assert_eq!(err, AttentionError::ValidLen { value: 7, index: vec![1, 1], num_keys: 4 });
 }
 
 #[test]
@@ -88,6 +90,16 @@ fn dot_product_needs_equal_query_and_key_sizes_and_names_both() {
     let err = attention.forward(randn([2, 1, 20], 0, &device), randn([2, 10, 2], 1, &device), randn([2, 10, 4], 2, &device), None).unwrap_err();
     let msg = err.to_string();
     assert!(msg.contains("`queries` [2, 1, 20]") && msg.contains("`keys` [2, 10, 2]"), "{msg}");
+}
+
+#[test]
+fn bilinear_scores_name_the_argument_that_does_not_fit() {
+    let device = Device::flex();
+    let w = randn([2, 3], 0, &device); // (key_size 2, query_size 3)
+    let err = bilinear_scores(randn([1, 1, 3], 1, &device), randn([3, 4, 2], 2, &device), w.clone()).unwrap_err();
+    assert!(err.to_string().contains("batch sizes differ"), "{err}");
+    let err = bilinear_scores(randn([1, 1, 3], 1, &device), randn([1, 4, 5], 2, &device), w).unwrap_err();
+    assert!(err.to_string().starts_with("`w` [2, 3] and `keys` [1, 4, 5]"), "{err}");
 }
 
 #[test]
