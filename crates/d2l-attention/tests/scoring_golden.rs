@@ -6,7 +6,14 @@ mod common;
 use burn::module::Param;
 use burn::nn::Linear;
 use burn::tensor::{Device, Tensor};
-use common::{assert_close, float, golden, int};
+use common::{float, golden, int};
+
+/// `common::assert_close`, also printing the deviation (`--nocapture` shows it).
+fn assert_close<const D: usize>(what: &str, actual: Tensor<D>, expected: &serde_json::Value, atol: f64, rtol: f64) -> f64 {
+    let worst = common::assert_close(what, actual, expected, atol, rtol);
+    eprintln!("{what}: max deviation from PyTorch {worst:.1e}");
+    worst
+}
 use d2l_attention::Backend;
 use d2l_attention::attention_scoring::*;
 
