@@ -30,6 +30,7 @@ fn every_listing_was_rendered_from_the_current_code() {
 #[test]
 fn captured_outputs_match_what_the_listings_print_and_draw() {
     let device = Backend::Flex.device().unwrap();
+    let mut seen = Vec::new();
     for l in listing::all().into_iter().filter(|l| l.rerun_in_tests) {
         let out = l.execute(&device).unwrap();
         let again = l.execute(&device).unwrap();
@@ -37,16 +38,6 @@ fn captured_outputs_match_what_the_listings_print_and_draw() {
         for (name, contents) in out.files(l.name) {
             let committed = fs::read_to_string(figures().join(&name)).unwrap_or_default();
             assert!(committed == contents, "figures/{name} no longer matches what listing `{}` makes; {HOW_TO_FIX}", l.name);
-        }
-    }
-}
-
-#[test]
-fn figure_and_listing_names_are_unique() {
-    let device = Backend::Flex.device().unwrap();
-    let mut seen = Vec::new();
-    for l in listing::all().into_iter().filter(|l| l.rerun_in_tests) {
-        for (name, _) in l.execute(&device).unwrap().files(l.name) {
             assert!(!seen.contains(&name), "two listings write figures/{name}");
             seen.push(name);
         }
