@@ -13,10 +13,10 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use burn::tensor::Device;
-use sha2::{Digest, Sha256};
 use d2l_attention::Backend;
 use d2l_attention::files::write_atomic;
 use d2l_attention::listing::Listing;
+use sha2::{Digest, Sha256};
 
 /// The manifest's file name inside the figures folder.
 pub const MANIFEST: &str = "fingerprints.txt";
@@ -35,7 +35,9 @@ impl Entry {
     fn is_fresh(&self, fingerprint: &str, figures: &Path) -> bool {
         self.fingerprint == fingerprint
             && !self.files.is_empty()
-            && self.files.iter().all(|(name, hash)| fs::read(figures.join(name)).is_ok_and(|bytes| content_hash(&bytes) == *hash))
+            && self.files.iter().all(|(name, hash)| {
+                fs::read(figures.join(name)).is_ok_and(|bytes| content_hash(&bytes) == *hash)
+            })
     }
 }
 
@@ -53,8 +55,16 @@ pub fn read_manifest(figures: &Path) -> BTreeMap<String, Entry> {
         .filter_map(|line| {
             let mut words = line.split_whitespace();
             let (name, fingerprint) = (words.next()?, words.next()?);
-            let files = words.map(|w| w.split_once('@').map(|(f, h)| (f.to_owned(), h.to_owned()))).collect::<Option<_>>()?;
-            Some((name.to_owned(), Entry { fingerprint: fingerprint.to_owned(), files }))
+            let files = words
+                .map(|w| w.split_once('@').map(|(f, h)| (f.to_owned(), h.to_owned())))
+                .collect::<Option<_>>()?;
+            Some((
+                name.to_owned(),
+                Entry {
+                    fingerprint: fingerprint.to_owned(),
+                    files,
+                },
+            ))
         })
         .collect()
 }
@@ -97,15 +107,23 @@ pub struct Report {
 /// `figures` cannot be created or written (naming the path), or when a listing fails (naming it). A
 /// failed listing's entry is removed from the manifest, so it runs again
 /// next time; files already written by other listings stay valid.
-pub fn render(listings: &[Listing], figures: &Path, backend: Backend, force: bool) -> anyhow::Result<Report> {
+pub fn render(
+    listings: &[Listing],
+    figures: &Path,
+    backend: Backend,
+    force: bool,
+) -> anyhow::Result<Report> {
     let device = backend.device()?;
-    fs::create_dir_all(figures).with_context(|| format!("cannot create the figures folder `{}`", figures.display()))?;
+    fs::create_dir_all(figures)
+        .with_context(|| format!("cannot create the figures folder `{}`", figures.display()))?;
     let mut manifest = read_manifest(figures);
     let mut report = Report::default();
     let stale: Vec<&Listing> = listings
         .iter()
         .filter(|l| {
-            let fresh = manifest.get(l.name).is_some_and(|e| e.is_fresh(&l.fingerprint(backend), figures));
+            let fresh = manifest
+                .get(l.name)
+                .is_some_and(|e| e.is_fresh(&l.fingerprint(backend), figures));
             if fresh && !force {
                 report.skipped.push(l.name.to_owned());
             }
@@ -116,7 +134,12 @@ pub fn render(listings: &[Listing], figures: &Path, backend: Backend, force: boo
         return Ok(report);
     }
     for (i, listing) in stale.iter().enumerate() {
-        eprintln!("[listings {}/{}] running `{}` on {backend}", i + 1, stale.len(), listing.name);
+        eprintln!(
+            "[listings {}/{}] running `{}` on {backend}",
+            i + 1,
+            stale.len(),
+            listing.name
+        );
         let start = Instant::now();
         manifest.remove(listing.name);
         let result = run_one(listing, figures, &device);
@@ -127,15 +150,31 @@ pub fn render(listings: &[Listing], figures: &Path, backend: Backend, force: boo
                 return Err(e);
             }
         };
-        eprintln!("[listings {}/{}] `{}` done in {:.1} s", i + 1, stale.len(), listing.name, start.elapsed().as_secs_f64());
-        manifest.insert(listing.name.to_owned(), Entry { fingerprint: listing.fingerprint(backend), files: entry });
+        eprintln!(
+            "[listings {}/{}] `{}` done in {:.1} s",
+            i + 1,
+            stale.len(),
+            listing.name,
+            start.elapsed().as_secs_f64()
+        );
+        manifest.insert(
+            listing.name.to_owned(),
+            Entry {
+                fingerprint: listing.fingerprint(backend),
+                files: entry,
+            },
+        );
         write_manifest(figures, &manifest)?;
         report.ran.push(listing.name.to_owned());
     }
     Ok(report)
 }
 
-fn run_one(listing: &Listing, figures: &Path, device: &Device) -> anyhow::Result<Vec<(String, String)>> {
+fn run_one(
+    listing: &Listing,
+    figures: &Path,
+    device: &Device,
+) -> anyhow::Result<Vec<(String, String)>> {
     let output = listing.execute(device)?;
     let mut files: Vec<(String, String)> = Vec::new();
     for (name, contents) in output.files(listing.name) {

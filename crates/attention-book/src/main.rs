@@ -16,7 +16,10 @@ use d2l_attention::listing;
 use mdbook_preprocessor::parse_input;
 
 #[derive(Parser)]
-#[command(version, about = "Renders the book's figures and captured outputs; an mdBook preprocessor")]
+#[command(
+    version,
+    about = "Renders the book's figures and captured outputs; an mdBook preprocessor"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -53,16 +56,30 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Some(Command::Supports { .. }) => Ok(()),
-        Some(Command::Render { device, figures, force }) => {
+        Some(Command::Render {
+            device,
+            figures,
+            force,
+        }) => {
             let backend = device.map_or_else(Backend::from_env, Ok)?;
             let report = render(&listing::all(), &figures, backend, force)?;
-            eprintln!("{} listings run, {} up to date", report.ran.len(), report.skipped.len());
+            eprintln!(
+                "{} listings run, {} up to date",
+                report.ran.len(),
+                report.skipped.len()
+            );
             Ok(())
         }
         None => {
             let (ctx, book) = parse_input(io::stdin()).context("reading mdBook's input")?;
-            render(&listing::all(), &ctx.root.join("figures"), Backend::from_env()?, false)?;
-            serde_json::to_writer(io::stdout(), &book).context("writing the book back to mdBook")?;
+            render(
+                &listing::all(),
+                &ctx.root.join("figures"),
+                Backend::from_env()?,
+                false,
+            )?;
+            serde_json::to_writer(io::stdout(), &book)
+                .context("writing the book back to mdBook")?;
             Ok(())
         }
     }

@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 use attention_book::read_manifest;
 
 fn book() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 fn pages() -> Vec<(PathBuf, String)> {
@@ -64,13 +67,25 @@ fn every_rust_block_is_compiled_and_tested() {
             if !info.starts_with("rust") {
                 continue;
             }
-            let skipped_by_skeptic = ["ignore", "no_run", "compile_fail"].iter().any(|w| info.contains(w));
+            let skipped_by_skeptic = ["ignore", "no_run", "compile_fail"]
+                .iter()
+                .any(|w| info.contains(w));
             if skipped_by_skeptic {
                 // Allowed only for an anchored listing of the compiled crate.
-                let is_listing = body.len() == 1 && body[0].starts_with("{{#include ../crates/") && body[0].contains(':');
-                assert!(is_listing, "{}: a ```{info} block that is not an anchored include escapes testing: {body:?}", page.display());
+                let is_listing = body.len() == 1
+                    && body[0].starts_with("{{#include ../crates/")
+                    && body[0].contains(':');
+                assert!(
+                    is_listing,
+                    "{}: a ```{info} block that is not an anchored include escapes testing: {body:?}",
+                    page.display()
+                );
             } else {
-                assert!(!body.iter().any(|l| l.contains("{{#include")), "{}: includes must be ```rust,ignore (skeptic cannot expand them)", page.display());
+                assert!(
+                    !body.iter().any(|l| l.contains("{{#include")),
+                    "{}: includes must be ```rust,ignore (skeptic cannot expand them)",
+                    page.display()
+                );
                 inline += 1;
             }
         }
@@ -84,10 +99,19 @@ fn every_include_resolves_to_an_existing_anchor() {
         let dir = page.parent().unwrap();
         for (path, anchor) in includes(&text) {
             let file = dir.join(&path);
-            let source = fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {{{{#include {path}}}}}: {e}", page.display()));
+            let source = fs::read_to_string(&file)
+                .unwrap_or_else(|e| panic!("{}: {{{{#include {path}}}}}: {e}", page.display()));
             if let Some(anchor) = anchor {
-                for marker in [format!("// ANCHOR: {anchor}\n"), format!("// ANCHOR_END: {anchor}\n")] {
-                    assert!(source.contains(&marker), "{}: {path} has no `{}`", page.display(), marker.trim());
+                for marker in [
+                    format!("// ANCHOR: {anchor}\n"),
+                    format!("// ANCHOR_END: {anchor}\n"),
+                ] {
+                    assert!(
+                        source.contains(&marker),
+                        "{}: {path} has no `{}`",
+                        page.display(),
+                        marker.trim()
+                    );
                 }
             }
         }
@@ -98,12 +122,21 @@ fn every_include_resolves_to_an_existing_anchor() {
 fn every_figure_a_page_shows_exists_and_every_output_is_shown() {
     let all_text: String = pages().into_iter().map(|(_, t)| t).collect();
     for part in all_text.split("figures/").skip(1) {
-        let name: String = part.chars().take_while(|c| c.is_alphanumeric() || "-_.".contains(*c)).collect();
-        assert!(book().join("figures").join(&name).is_file(), "a page shows figures/{name}, which does not exist");
+        let name: String = part
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || "-_.".contains(*c))
+            .collect();
+        assert!(
+            book().join("figures").join(&name).is_file(),
+            "a page shows figures/{name}, which does not exist"
+        );
     }
     for (listing, entry) in read_manifest(&book().join("figures")) {
         for (f, _) in entry.files {
-            assert!(all_text.contains(&format!("figures/{f}")), "no page shows figures/{f} of listing `{listing}`");
+            assert!(
+                all_text.contains(&format!("figures/{f}")),
+                "no page shows figures/{f} of listing `{listing}`"
+            );
         }
     }
 }

@@ -30,15 +30,26 @@ fn main() -> anyhow::Result<()> {
     let backend = Backend::from_env()?;
     let device = backend.device()?;
     let (d1, d2, d3) = (64, 64, 64);
-    let (w_q, w_k, w_v) = (randn([d3, d1], 1, &device), randn([d3, d1], 2, &device), randn([d2, d1], 3, &device));
+    let (w_q, w_k, w_v) = (
+        randn([d3, d1], 1, &device),
+        randn([d3, d1], 2, &device),
+        randn([d2, d1], 3, &device),
+    );
     println!("self-attention on {backend}: d1 = d2 = d3 = 64");
-    println!("{:>5} {:>12} {:>14} {:>9}", "N", "loop", "vectorised", "speed-up");
+    println!(
+        "{:>5} {:>12} {:>14} {:>9}",
+        "N", "loop", "vectorised", "speed-up"
+    );
     for n in [8, 16, 32, 64] {
         let x = randn([d1, n], 4, &device);
         let looped = median(5, || self_attention_loop(&x, &w_q, &w_k, &w_v));
         let vectorised = median(51, || self_attention(&x, &w_q, &w_k, &w_v).0);
         let speedup = looped.as_secs_f64() / vectorised.as_secs_f64();
-        println!("{n:>5} {:>10.3}ms {:>12.3}ms {speedup:>8.0}×", looped.as_secs_f64() * 1e3, vectorised.as_secs_f64() * 1e3);
+        println!(
+            "{n:>5} {:>10.3}ms {:>12.3}ms {speedup:>8.0}×",
+            looped.as_secs_f64() * 1e3,
+            vectorised.as_secs_f64() * 1e3
+        );
     }
     Ok(())
 }

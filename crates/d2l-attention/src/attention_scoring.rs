@@ -87,27 +87,70 @@ impl From<Tensor<2, Int>> for ValidLens {
 impl ValidLens {
     /// The lengths as (batch_size, num_queries, 1), after checking their
     /// shape and range.
-    fn per_query(self, batch_size: usize, num_queries: usize, num_keys: usize) -> Result<Tensor<3, Int>, AttentionError> {
+    fn per_query(
+        self,
+        batch_size: usize,
+        num_queries: usize,
+        num_keys: usize,
+    ) -> Result<Tensor<3, Int>, AttentionError> {
         let expected = || format!("({batch_size},) or ({batch_size}, {num_queries})");
         let (lens, dims): (Tensor<3, Int>, Vec<usize>) = match self {
-            ValidLens::PerSequence(t) if t.dims() == [batch_size] => (t.reshape([batch_size, 1, 1]).expand([batch_size, num_queries, 1]), vec![batch_size]),
-            ValidLens::PerQuery(t) if t.dims() == [batch_size, num_queries] => (t.reshape([batch_size, num_queries, 1]), vec![batch_size, num_queries]),
-            ValidLens::PerSequence(t) => return Err(AttentionError::Shape { arg: "valid_lens", got: t.dims().to_vec(), expected: expected() }),
-            ValidLens::PerQuery(t) => return Err(AttentionError::Shape { arg: "valid_lens", got: t.dims().to_vec(), expected: expected() }),
+            ValidLens::PerSequence(t) if t.dims() == [batch_size] => (
+                t.reshape([batch_size, 1, 1])
+                    .expand([batch_size, num_queries, 1]),
+                vec![batch_size],
+            ),
+            ValidLens::PerQuery(t) if t.dims() == [batch_size, num_queries] => (
+                t.reshape([batch_size, num_queries, 1]),
+                vec![batch_size, num_queries],
+            ),
+            ValidLens::PerSequence(t) => {
+                return Err(AttentionError::Shape {
+                    arg: "valid_lens",
+                    got: t.dims().to_vec(),
+                    expected: expected(),
+                });
+            }
+            ValidLens::PerQuery(t) => {
+                return Err(AttentionError::Shape {
+                    arg: "valid_lens",
+                    got: t.dims().to_vec(),
+                    expected: expected(),
+                });
+            }
         };
-        let values = lens.clone().try_into_vec_as::<i64>().map_err(|e| AttentionError::Unreadable(e.to_string()))?;
+        let values = lens
+            .clone()
+            .try_into_vec_as::<i64>()
+            .map_err(|e| AttentionError::Unreadable(e.to_string()))?;
         if let Some(i) = values.iter().position(|&v| v < 0 || v as usize > num_keys) {
             // The position in the caller's tensor: (b,) or (b, q).
-            let index = if dims.len() == 1 { vec![i / num_queries] } else { vec![i / num_queries, i % num_queries] };
-            return Err(AttentionError::ValidLen { value: values[i], index, num_keys });
+            let index = if dims.len() == 1 {
+                vec![i / num_queries]
+            } else {
+                vec![i / num_queries, i % num_queries]
+            };
+            return Err(AttentionError::ValidLen {
+                value: values[i],
+                index,
+                num_keys,
+            });
         }
         Ok(lens)
     }
 }
 
-fn check_rank3(arg: &'static str, dims: [usize; 3], batch_size: usize) -> Result<(), AttentionError> {
+fn check_rank3(
+    arg: &'static str,
+    dims: [usize; 3],
+    batch_size: usize,
+) -> Result<(), AttentionError> {
     if dims[0] != batch_size {
-        return Err(AttentionError::Shape { arg, got: dims.to_vec(), expected: format!("batch size {batch_size}") });
+        return Err(AttentionError::Shape {
+            arg,
+            got: dims.to_vec(),
+            expected: format!("batch size {batch_size}"),
+        });
     }
     Ok(())
 }
@@ -132,14 +175,18 @@ fn check_rank3(arg: &'static str, dims: [usize; 3], batch_size: usize) -> Result
 /// (batch_size, num_queries); [`AttentionError::ValidLen`] when a length is
 /// negative or larger than num_keys.
 // ANCHOR: masked_softmax
-pub fn masked_softmax(scores: Tensor<3>, valid_lens: Option<ValidLens>) -> Result<Tensor<3>, AttentionError> {
+pub fn masked_softmax(
+    scores: Tensor<3>,
+    valid_lens: Option<ValidLens>,
+) -> Result<Tensor<3>, AttentionError> {
     let Some(valid_lens) = valid_lens else {
         return Ok(softmax(scores, 2));
     };
     let [batch_size, num_queries, num_keys] = scores.dims();
     let lens = valid_lens.per_query(batch_size, num_queries, num_keys)?;
     let shape = [batch_size, num_queries, num_keys];
-    let positions = Tensor::<1, Int>::arange(0..num_keys as i64, &scores.device()).reshape([1, 1, num_keys]);
+    let positions =
+        Tensor::<1, Int>::arange(0..num_keys as i64, &scores.device()).reshape([1, 1, num_keys]);
     let masked = positions.expand(shape).greater_equal(lens.expand(shape));
     Ok(softmax(scores.mask_fill(masked, MASK_VALUE), 2))
 }
@@ -156,7 +203,11 @@ pub struct Attended {
 
 /// Checks queries (b, q, dq), keys (b, k, dk) and values (b, k, dv) against
 /// each other and returns (b, q, k).
-fn check_qkv(queries: &Tensor<3>, keys: &Tensor<3>, values: &Tensor<3>) -> Result<(), AttentionError> {
+fn check_qkv(
+    queries: &Tensor<3>,
+    keys: &Tensor<3>,
+    values: &Tensor<3>,
+) -> Result<(), AttentionError> {
     let (q, k, v) = (queries.dims(), keys.dims(), values.dims());
     check_rank3("keys", k, q[0])?;
     check_rank3("values", v, q[0])?;
@@ -176,7 +227,10 @@ fn check_qkv(queries: &Tensor<3>, keys: &Tensor<3>, values: &Tensor<3>) -> Resul
 /// on an autodiff device), then a batched matrix product.
 fn pool(dropout: &Dropout, weights: Tensor<3>, values: Tensor<3>) -> Attended {
     let output = dropout.forward(weights.clone()).matmul(values);
-    Attended { output, attention_weights: weights }
+    Attended {
+        output,
+        attention_weights: weights,
+    }
 }
 
 /// Configuration of [`AdditiveAttention`]; d2l's
@@ -226,14 +280,14 @@ impl AdditiveAttention {
     /// The scores of every query against every key: (batch_size,
     /// num_queries, num_keys), from queries (batch_size, num_queries,
     /// query_size) and keys (batch_size, num_keys, key_size).
-// ANCHOR: additive
+    // ANCHOR: additive
     pub fn scores(&self, queries: Tensor<3>, keys: Tensor<3>) -> Tensor<3> {
         let queries = self.w_q.forward(queries).unsqueeze_dim::<4>(2); // (b, q, 1, h)
         let keys = self.w_k.forward(keys).unsqueeze_dim::<4>(1); // (b, 1, k, h)
         let features = (queries + keys).tanh(); // (b, q, k, h)
         self.w_v.forward(features).squeeze_dim::<3>(3)
     }
-// ANCHOR_END: additive
+    // ANCHOR_END: additive
 
     /// Attention pooling of `values` (batch_size, num_keys, value_size) for
     /// `queries` (batch_size, num_queries, query_size) over `keys`
@@ -244,15 +298,29 @@ impl AdditiveAttention {
     /// [`AttentionError`] when the batch sizes differ, keys and values
     /// differ in number, the query or key size is not the configured one,
     /// or `valid_lens` is malformed.
-    pub fn forward(&self, queries: Tensor<3>, keys: Tensor<3>, values: Tensor<3>, valid_lens: Option<ValidLens>) -> Result<Attended, AttentionError> {
+    pub fn forward(
+        &self,
+        queries: Tensor<3>,
+        keys: Tensor<3>,
+        values: Tensor<3>,
+        valid_lens: Option<ValidLens>,
+    ) -> Result<Attended, AttentionError> {
         check_qkv(&queries, &keys, &values)?;
         let [query_size, _] = self.w_q.weight.dims();
         let [key_size, _] = self.w_k.weight.dims();
         if queries.dims()[2] != query_size {
-            return Err(AttentionError::Shape { arg: "queries", got: queries.dims().to_vec(), expected: format!("query_size {query_size}") });
+            return Err(AttentionError::Shape {
+                arg: "queries",
+                got: queries.dims().to_vec(),
+                expected: format!("query_size {query_size}"),
+            });
         }
         if keys.dims()[2] != key_size {
-            return Err(AttentionError::Shape { arg: "keys", got: keys.dims().to_vec(), expected: format!("key_size {key_size}") });
+            return Err(AttentionError::Shape {
+                arg: "keys",
+                got: keys.dims().to_vec(),
+                expected: format!("key_size {key_size}"),
+            });
         }
         let weights = masked_softmax(self.scores(queries, keys), valid_lens)?;
         Ok(pool(&self.dropout, weights, values))
@@ -273,7 +341,10 @@ pub struct DotProductAttentionConfig {
 impl DotProductAttentionConfig {
     /// The layer (it has no weights).
     pub fn init(&self) -> DotProductAttention {
-        DotProductAttention { dropout: DropoutConfig::new(self.dropout).init(), scaled: self.scaled }
+        DotProductAttention {
+            dropout: DropoutConfig::new(self.dropout).init(),
+            scaled: self.scaled,
+        }
     }
 }
 
@@ -295,17 +366,31 @@ impl DotProductAttention {
     ///
     /// # Errors
     /// [`AttentionError::Mismatch`] naming both shapes when the sizes differ.
-// ANCHOR: dot_product
+    // ANCHOR: dot_product
     pub fn scores(&self, queries: Tensor<3>, keys: Tensor<3>) -> Result<Tensor<3>, AttentionError> {
         let (q, k) = (queries.dims(), keys.dims());
         if q[2] != k[2] || q[0] != k[0] {
-            let why = if q[0] != k[0] { "batch sizes differ" } else { "a dot product needs queries and keys of one size (dimension 2)" };
-            return Err(AttentionError::Mismatch { a: "queries", a_shape: q.to_vec(), b: "keys", b_shape: k.to_vec(), why });
+            let why = if q[0] != k[0] {
+                "batch sizes differ"
+            } else {
+                "a dot product needs queries and keys of one size (dimension 2)"
+            };
+            return Err(AttentionError::Mismatch {
+                a: "queries",
+                a_shape: q.to_vec(),
+                b: "keys",
+                b_shape: k.to_vec(),
+                why,
+            });
         }
         let scores = queries.matmul(keys.swap_dims(1, 2));
-        Ok(if self.scaled { scores / (q[2] as f64).sqrt() } else { scores })
+        Ok(if self.scaled {
+            scores / (q[2] as f64).sqrt()
+        } else {
+            scores
+        })
     }
-// ANCHOR_END: dot_product
+    // ANCHOR_END: dot_product
 
     /// Attention pooling of `values` (batch_size, num_keys, value_size) for
     /// `queries` (batch_size, num_queries, d) over `keys` (batch_size,
@@ -313,7 +398,13 @@ impl DotProductAttention {
     ///
     /// # Errors
     /// [`AttentionError`] when the shapes disagree or `valid_lens` is malformed.
-    pub fn forward(&self, queries: Tensor<3>, keys: Tensor<3>, values: Tensor<3>, valid_lens: Option<ValidLens>) -> Result<Attended, AttentionError> {
+    pub fn forward(
+        &self,
+        queries: Tensor<3>,
+        keys: Tensor<3>,
+        values: Tensor<3>,
+        valid_lens: Option<ValidLens>,
+    ) -> Result<Attended, AttentionError> {
         check_qkv(&queries, &keys, &values)?;
         let weights = masked_softmax(self.scores(queries, keys)?, valid_lens)?;
         Ok(pool(&self.dropout, weights, values))
@@ -328,16 +419,38 @@ impl DotProductAttention {
 /// # Errors
 /// [`AttentionError::Mismatch`] when `w` does not fit the query or key size.
 // ANCHOR: bilinear
-pub fn bilinear_scores(queries: Tensor<3>, keys: Tensor<3>, w: Tensor<2>) -> Result<Tensor<3>, AttentionError> {
+pub fn bilinear_scores(
+    queries: Tensor<3>,
+    keys: Tensor<3>,
+    w: Tensor<2>,
+) -> Result<Tensor<3>, AttentionError> {
     let (q, k, wd) = (queries.dims(), keys.dims(), w.dims());
     if q[0] != k[0] {
-        return Err(AttentionError::Mismatch { a: "queries", a_shape: q.to_vec(), b: "keys", b_shape: k.to_vec(), why: "batch sizes differ" });
+        return Err(AttentionError::Mismatch {
+            a: "queries",
+            a_shape: q.to_vec(),
+            b: "keys",
+            b_shape: k.to_vec(),
+            why: "batch sizes differ",
+        });
     }
     if wd[1] != q[2] {
-        return Err(AttentionError::Mismatch { a: "w", a_shape: wd.to_vec(), b: "queries", b_shape: q.to_vec(), why: "w must be (key_size, query_size)" });
+        return Err(AttentionError::Mismatch {
+            a: "w",
+            a_shape: wd.to_vec(),
+            b: "queries",
+            b_shape: q.to_vec(),
+            why: "w must be (key_size, query_size)",
+        });
     }
     if wd[0] != k[2] {
-        return Err(AttentionError::Mismatch { a: "w", a_shape: wd.to_vec(), b: "keys", b_shape: k.to_vec(), why: "w must be (key_size, query_size)" });
+        return Err(AttentionError::Mismatch {
+            a: "w",
+            a_shape: wd.to_vec(),
+            b: "keys",
+            b_shape: k.to_vec(),
+            why: "w must be (key_size, query_size)",
+        });
     }
     let projected = queries.matmul(w.transpose().unsqueeze_dim::<3>(0)); // (b, q, key_size)
     Ok(projected.matmul(keys.swap_dims(1, 2)))
@@ -349,17 +462,31 @@ pub fn bilinear_scores(queries: Tensor<3>, keys: Tensor<3>, w: Tensor<2>) -> Res
 /// `w_k` (d3, d1) and `w_v` (d2, d1); h_i = Σ_j softmax_j(k_j·q_i / √d3) v_j.
 /// Returns H (d2, N). Slow on purpose: it is the definition, spelled out.
 // ANCHOR: self_attention_loop
-pub fn self_attention_loop(x: &Tensor<2>, w_q: &Tensor<2>, w_k: &Tensor<2>, w_v: &Tensor<2>) -> Tensor<2> {
-    let (q, k, v) = (w_q.clone().matmul(x.clone()), w_k.clone().matmul(x.clone()), w_v.clone().matmul(x.clone()));
+pub fn self_attention_loop(
+    x: &Tensor<2>,
+    w_q: &Tensor<2>,
+    w_k: &Tensor<2>,
+    w_v: &Tensor<2>,
+) -> Tensor<2> {
+    let (q, k, v) = (
+        w_q.clone().matmul(x.clone()),
+        w_k.clone().matmul(x.clone()),
+        w_v.clone().matmul(x.clone()),
+    );
     let [d3, n] = q.dims();
     let column = |m: &Tensor<2>, j: usize| m.clone().narrow(1, j, 1); // (rows, 1)
     let outputs: Vec<Tensor<2>> = (0..n)
         .map(|i| {
             let scores: Vec<f32> = (0..n)
-                .map(|j| (column(&k, j) * column(&q, i)).sum().into_scalar::<f32>() / (d3 as f32).sqrt())
+                .map(|j| {
+                    (column(&k, j) * column(&q, i)).sum().into_scalar::<f32>() / (d3 as f32).sqrt()
+                })
                 .collect();
             let alpha = softmax(Tensor::<1>::from_floats(scores.as_slice(), &x.device()), 0);
-            (0..n).map(|j| column(&v, j) * alpha.clone().narrow(0, j, 1).unsqueeze::<2>()).reduce(|a, b| a + b).expect("N > 0")
+            (0..n)
+                .map(|j| column(&v, j) * alpha.clone().narrow(0, j, 1).unsqueeze::<2>())
+                .reduce(|a, b| a + b)
+                .expect("N > 0")
         })
         .collect();
     Tensor::cat(outputs, 1)
@@ -369,8 +496,17 @@ pub fn self_attention_loop(x: &Tensor<2>, w_q: &Tensor<2>, w_k: &Tensor<2>, w_v:
 /// The same self-attention vectorised: A = softmax(QᵀK / √d3) row by row
 /// (query i in row i), H = V Aᵀ. Returns (H (d2, N), A (N, N)).
 // ANCHOR: self_attention
-pub fn self_attention(x: &Tensor<2>, w_q: &Tensor<2>, w_k: &Tensor<2>, w_v: &Tensor<2>) -> (Tensor<2>, Tensor<2>) {
-    let (q, k, v) = (w_q.clone().matmul(x.clone()), w_k.clone().matmul(x.clone()), w_v.clone().matmul(x.clone()));
+pub fn self_attention(
+    x: &Tensor<2>,
+    w_q: &Tensor<2>,
+    w_k: &Tensor<2>,
+    w_v: &Tensor<2>,
+) -> (Tensor<2>, Tensor<2>) {
+    let (q, k, v) = (
+        w_q.clone().matmul(x.clone()),
+        w_k.clone().matmul(x.clone()),
+        w_v.clone().matmul(x.clone()),
+    );
     let d3 = q.dims()[0] as f64;
     let weights = softmax(q.transpose().matmul(k) / d3.sqrt(), 1);
     (v.matmul(weights.clone().transpose()), weights)
@@ -398,14 +534,21 @@ fn masked_softmax_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> 
     writeln!(out, "valid_lens [2, 3]:\n{}", format_tensor(weights, 4))?;
     let per_query = Tensor::<2, Int>::from_ints([[1, 3], [2, 4]], device);
     let weights = masked_softmax(scores, Some(per_query.into()))?;
-    writeln!(out, "valid_lens [[1, 3], [2, 4]]:\n{}", format_tensor(weights, 4))?;
+    writeln!(
+        out,
+        "valid_lens [[1, 3], [2, 4]]:\n{}",
+        format_tensor(weights, 4)
+    )?;
     // ANCHOR_END: masked_softmax_demo
     Ok(())
 }
 
 /// The demo values of d2l §10.3: arange(40) as ten 4-vectors, for both batch elements.
 fn demo_values(device: &Device) -> Tensor<3> {
-    Tensor::<1, Int>::arange(0..40, device).float().reshape([1, 10, 4]).repeat_dim(0, 2)
+    Tensor::<1, Int>::arange(0..40, device)
+        .float()
+        .reshape([1, 10, 4])
+        .repeat_dim(0, 2)
 }
 
 fn additive_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
@@ -414,7 +557,9 @@ fn additive_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let keys = Tensor::<3>::ones([2, 10, 2], device);
     let values = demo_values(device); // (2, 10, 4): 0, 1, …, 39 in both batch elements
     let valid_lens = Tensor::<1, Int>::from_ints([2, 6], device);
-    let attention = AdditiveAttentionConfig::new(2, 20, 8).with_dropout(0.1).init(device);
+    let attention = AdditiveAttentionConfig::new(2, 20, 8)
+        .with_dropout(0.1)
+        .init(device);
     let attended = attention.forward(queries, keys, values, Some(valid_lens.into()))?;
     writeln!(out, "{}", format_tensor(attended.output, 4))?;
     let weights = attended.attention_weights.reshape([1, 1, 2, 10]);
@@ -430,7 +575,8 @@ fn dot_product_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let keys = Tensor::<3>::ones([2, 10, 2], device);
     let valid_lens = Tensor::<1, Int>::from_ints([2, 6], device);
     let attention = DotProductAttentionConfig::new().with_dropout(0.5).init();
-    let attended = attention.forward(queries, keys, demo_values(device), Some(valid_lens.into()))?;
+    let attended =
+        attention.forward(queries, keys, demo_values(device), Some(valid_lens.into()))?;
     writeln!(out, "{}", format_tensor(attended.output, 4))?;
     let weights = attended.attention_weights.reshape([1, 1, 2, 10]);
     let figure = show_heatmaps(&weights, "Keys", "Queries", None, (2.5, 2.5), Cmap::Reds)?;
@@ -446,9 +592,15 @@ fn variance_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         let queries = randn([10_000, d], 3, device);
         let keys = randn([10_000, d], 4, device);
         let dots = (queries * keys).sum_dim(1);
-        let variance = |x: Tensor<2>| x.clone().powi_scalar(2).mean().into_scalar::<f32>() - x.mean().into_scalar::<f32>().powi(2);
+        let variance = |x: Tensor<2>| {
+            x.clone().powi_scalar(2).mean().into_scalar::<f32>()
+                - x.mean().into_scalar::<f32>().powi(2)
+        };
         let (raw, scaled) = (variance(dots.clone()), variance(dots / (d as f64).sqrt()));
-        writeln!(out, "d = {d:>4}: variance of q·k {raw:>8.2}, of q·k/√d {scaled:.2}")?;
+        writeln!(
+            out,
+            "d = {d:>4}: variance of q·k {raw:>8.2}, of q·k/√d {scaled:.2}"
+        )?;
     }
     // ANCHOR_END: variance_demo
     Ok(())
@@ -470,14 +622,28 @@ fn table_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let scaled_dot = DotProductAttentionConfig::new().init();
     let w = randn([3, 3], 7, device);
     let table = [
-        ("additive      wᵀtanh(W_q q + W_k k)", additive.scores(queries.clone(), keys.clone())),
-        ("dot product   kᵀq", dot.scores(queries.clone(), keys.clone())?),
-        ("scaled dot    kᵀq / √d", scaled_dot.scores(queries.clone(), keys.clone())?),
+        (
+            "additive      wᵀtanh(W_q q + W_k k)",
+            additive.scores(queries.clone(), keys.clone()),
+        ),
+        (
+            "dot product   kᵀq",
+            dot.scores(queries.clone(), keys.clone())?,
+        ),
+        (
+            "scaled dot    kᵀq / √d",
+            scaled_dot.scores(queries.clone(), keys.clone())?,
+        ),
         ("bilinear      kᵀ W q", bilinear_scores(queries, keys, w)?),
     ];
     for (name, scores) in table {
         let weights = masked_softmax(scores.clone(), None)?;
-        writeln!(out, "{name}\n  scores  {}\n  weights {}", format_tensor(scores.squeeze::<2>(), 3), format_tensor(weights.squeeze::<2>(), 3))?;
+        writeln!(
+            out,
+            "{name}\n  scores  {}\n  weights {}",
+            format_tensor(scores.squeeze::<2>(), 3),
+            format_tensor(weights.squeeze::<2>(), 3)
+        )?;
     }
     // ANCHOR_END: table_demo
     Ok(())
@@ -487,12 +653,30 @@ fn self_attention_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> 
     // ANCHOR: self_attention_demo
     // Five tokens of size d1 = 6; d3 = 4 for queries and keys, d2 = 3 for values.
     let x = randn([6, 5], 8, device);
-    let (w_q, w_k, w_v) = (randn([4, 6], 9, device), randn([4, 6], 10, device), randn([3, 6], 11, device));
+    let (w_q, w_k, w_v) = (
+        randn([4, 6], 9, device),
+        randn([4, 6], 10, device),
+        randn([3, 6], 11, device),
+    );
     let by_loop = self_attention_loop(&x, &w_q, &w_k, &w_v);
     let (vectorised, weights) = self_attention(&x, &w_q, &w_k, &w_v);
-    let gap = (by_loop - vectorised.clone()).abs().max().into_scalar::<f32>();
-    writeln!(out, "H =\n{}\nlargest difference between loop and vectorised: {gap:.1e}", format_tensor(vectorised, 4))?;
-    let figure = show_heatmaps(&weights.reshape([1, 1, 5, 5]), "Keys", "Queries", None, (2.5, 2.5), Cmap::Reds)?;
+    let gap = (by_loop - vectorised.clone())
+        .abs()
+        .max()
+        .into_scalar::<f32>();
+    writeln!(
+        out,
+        "H =\n{}\nlargest difference between loop and vectorised: {gap:.1e}",
+        format_tensor(vectorised, 4)
+    )?;
+    let figure = show_heatmaps(
+        &weights.reshape([1, 1, 5, 5]),
+        "Keys",
+        "Queries",
+        None,
+        (2.5, 2.5),
+        Cmap::Reds,
+    )?;
     // ANCHOR_END: self_attention_demo
     out.figure("scoring-self-attention", figure);
     Ok(())
@@ -503,7 +687,10 @@ fn self_attention_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> 
 /// (burn's own initialisers draw from its global generator).
 pub fn seeded_linear(d_input: usize, d_output: usize, seed: u64, device: &Device) -> Linear {
     let weight = randn([d_input, d_output], seed, device) / (d_input as f64).sqrt();
-    Linear { weight: Param::from_tensor(weight), bias: None }
+    Linear {
+        weight: Param::from_tensor(weight),
+        bias: None,
+    }
 }
 
 /// Exercise: dot-product attention between queries and keys of different
@@ -515,12 +702,23 @@ fn projection_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> 
     let valid_lens = Tensor::<1, Int>::from_ints([2, 6], device);
     let attention = DotProductAttentionConfig::new().init();
     // Without a projection the sizes cannot meet:
-    let refused = attention.forward(queries.clone(), keys.clone(), demo_values(device), None).unwrap_err();
+    let refused = attention
+        .forward(queries.clone(), keys.clone(), demo_values(device), None)
+        .unwrap_err();
     writeln!(out, "error: {refused}")?;
     // A learnable W (query_size → key_size) makes them comparable: score = kᵀ(W q) / √2.
     let project = seeded_linear(20, 2, 13, device);
-    let attended = attention.forward(project.forward(queries), keys, demo_values(device), Some(valid_lens.into()))?;
-    writeln!(out, "weights:\n{}", format_tensor(attended.attention_weights, 4))?;
+    let attended = attention.forward(
+        project.forward(queries),
+        keys,
+        demo_values(device),
+        Some(valid_lens.into()),
+    )?;
+    writeln!(
+        out,
+        "weights:\n{}",
+        format_tensor(attended.attention_weights, 4)
+    )?;
     // ANCHOR_END: projection_exercise
     Ok(())
 }
@@ -531,20 +729,34 @@ mod tests {
     use crate::Backend;
 
     fn run(name: &str, device: &Device) -> Output {
-        LISTINGS.iter().find(|l| l.name == name).unwrap().execute(device).unwrap()
+        LISTINGS
+            .iter()
+            .find(|l| l.name == name)
+            .unwrap()
+            .execute(device)
+            .unwrap()
     }
 
     /// The closed form of d2l's demo: with identical keys the weights are
     /// uniform over the valid keys, so the output is the mean of the first
     /// 2 (and 6) values.
-    const CLOSED_FORM: &str = "[[[2.0000, 3.0000, 4.0000, 5.0000]],\n [[10.0000, 11.0000, 12.0000, 13.0000]]]\n";
+    const CLOSED_FORM: &str =
+        "[[[2.0000, 3.0000, 4.0000, 5.0000]],\n [[10.0000, 11.0000, 12.0000, 13.0000]]]\n";
 
     #[test]
     fn identical_keys_give_the_closed_form_for_both_layers() {
         for backend in Backend::compiled_cpu_backends() {
             let device = backend.device().unwrap();
-            assert_eq!(run("scoring-additive", &device).text(), CLOSED_FORM, "{backend}");
-            assert_eq!(run("scoring-dot-product", &device).text(), CLOSED_FORM, "{backend}");
+            assert_eq!(
+                run("scoring-additive", &device).text(),
+                CLOSED_FORM,
+                "{backend}"
+            );
+            assert_eq!(
+                run("scoring-dot-product", &device).text(),
+                CLOSED_FORM,
+                "{backend}"
+            );
         }
     }
 
@@ -552,17 +764,37 @@ mod tests {
     fn scaling_brings_the_variance_of_dot_products_to_one() {
         let out = run("scoring-variance", &Device::flex());
         for line in out.text().lines() {
-            let d: f32 = line.split(':').next().unwrap().trim_start_matches("d =").trim().parse().unwrap();
-            let numbers: Vec<f32> = line.split_whitespace().filter_map(|w| w.trim_end_matches(',').parse().ok()).collect();
+            let d: f32 = line
+                .split(':')
+                .next()
+                .unwrap()
+                .trim_start_matches("d =")
+                .trim()
+                .parse()
+                .unwrap();
+            let numbers: Vec<f32> = line
+                .split_whitespace()
+                .filter_map(|w| w.trim_end_matches(',').parse().ok())
+                .collect();
             let (raw, scaled) = (numbers[numbers.len() - 2], numbers[numbers.len() - 1]);
-            assert!((raw / d - 1.0).abs() < 0.1 && (scaled - 1.0).abs() < 0.1, "{line}");
+            assert!(
+                (raw / d - 1.0).abs() < 0.1 && (scaled - 1.0).abs() < 0.1,
+                "{line}"
+            );
         }
     }
 
     #[test]
     fn loop_and_vectorised_self_attention_agree() {
         let out = run("scoring-self-attention", &Device::flex());
-        let gap: f32 = out.text().rsplit(": ").next().unwrap().trim().parse().unwrap();
+        let gap: f32 = out
+            .text()
+            .rsplit(": ")
+            .next()
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         assert!(gap < 1e-5, "{gap}");
     }
 }

@@ -37,7 +37,9 @@ pub fn rand<const D: usize>(shape: [usize; D], seed: u64, device: &Device) -> Te
 /// When the tensor cannot be read back from its device.
 pub fn format_tensor<const D: usize>(tensor: Tensor<D>, decimals: usize) -> String {
     let dims = tensor.dims();
-    let values = tensor.try_into_vec_as::<f32>().expect("tensor readable on the host");
+    let values = tensor
+        .try_into_vec_as::<f32>()
+        .expect("tensor readable on the host");
     nest(&values, &dims, decimals, 0)
 }
 
@@ -46,7 +48,10 @@ fn nest(values: &[f32], dims: &[usize], decimals: usize, depth: usize) -> String
         return format_row(values, decimals);
     }
     let chunk = values.len() / dims[0].max(1);
-    let rows: Vec<String> = values.chunks(chunk.max(1)).map(|c| nest(c, &dims[1..], decimals, depth + 1)).collect();
+    let rows: Vec<String> = values
+        .chunks(chunk.max(1))
+        .map(|c| nest(c, &dims[1..], decimals, depth + 1))
+        .collect();
     let sep = format!(",\n{}", " ".repeat(depth + 1));
     format!("[{}]", rows.join(&sep))
 }

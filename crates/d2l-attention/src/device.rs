@@ -61,13 +61,18 @@ impl FromStr for Backend {
     /// surrounding spaces ignored).
     fn from_str(s: &str) -> Result<Self, DeviceError> {
         let name = s.trim().to_ascii_lowercase();
-        let unknown = || DeviceError::Unknown { given: s.to_owned() };
+        let unknown = || DeviceError::Unknown {
+            given: s.to_owned(),
+        };
         match name.as_str() {
             "flex" => Ok(Backend::Flex),
             "libtorch" => Ok(Backend::LibTorch),
             _ => {
                 let index = name.strip_prefix("libtorch-cuda:").ok_or_else(unknown)?;
-                index.parse().map(Backend::LibTorchCuda).map_err(|_| unknown())
+                index
+                    .parse()
+                    .map(Backend::LibTorchCuda)
+                    .map_err(|_| unknown())
             }
         }
     }
@@ -91,7 +96,9 @@ impl Backend {
     /// [`DeviceError::UnknownInEnv`] when the variable holds something else.
     pub fn from_env() -> Result<Self, DeviceError> {
         match std::env::var(DEVICE_ENV) {
-            Ok(v) if !v.trim().is_empty() => v.parse().map_err(|_| DeviceError::UnknownInEnv { given: v }),
+            Ok(v) if !v.trim().is_empty() => v
+                .parse()
+                .map_err(|_| DeviceError::UnknownInEnv { given: v }),
             _ => Ok(Backend::Flex),
         }
     }
@@ -112,7 +119,10 @@ impl Backend {
             #[allow(deprecated)]
             Backend::LibTorchCuda(i) => Ok(Device::libtorch_cuda(i)),
             #[cfg(not(feature = "tch"))]
-            _ => Err(DeviceError::NotCompiled { given: self.to_string(), feature: "tch" }),
+            _ => Err(DeviceError::NotCompiled {
+                given: self.to_string(),
+                feature: "tch",
+            }),
         }
     }
 
@@ -153,7 +163,12 @@ mod tests {
     fn unknown_name_lists_the_choices() {
         for bad in ["cuda", "libtorch-cuda:x", "libtorch-cuda:", ""] {
             let err = bad.parse::<Backend>().unwrap_err();
-            assert_eq!(err, DeviceError::Unknown { given: bad.to_owned() });
+            assert_eq!(
+                err,
+                DeviceError::Unknown {
+                    given: bad.to_owned()
+                }
+            );
             let msg = err.to_string();
             assert!(msg.contains("flex, libtorch, libtorch-cuda:N"), "{msg}");
         }
@@ -163,7 +178,13 @@ mod tests {
     #[test]
     fn libtorch_without_the_feature_names_it() {
         let err = parse_device("libtorch").unwrap_err();
-        assert_eq!(err, DeviceError::NotCompiled { given: "libtorch".into(), feature: "tch" });
+        assert_eq!(
+            err,
+            DeviceError::NotCompiled {
+                given: "libtorch".into(),
+                feature: "tch"
+            }
+        );
         assert!(err.to_string().contains("--features tch"));
     }
 

@@ -22,7 +22,10 @@ pub struct WriteError {
 /// [`WriteError`] naming `path` when its folder does not exist, is not a
 /// folder, or is not writable.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
-    let err = |error| WriteError { path: path.to_owned(), error };
+    let err = |error| WriteError {
+        path: path.to_owned(),
+        error,
+    };
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),

@@ -54,13 +54,23 @@ pub const COMMON_SOURCES: &[&str] = &[
 
 /// Every listing of the book, in reading order.
 pub fn all() -> Vec<Listing> {
-    [crate::queries_keys_values::LISTINGS, crate::nadaraya_watson::LISTINGS, crate::attention_scoring::LISTINGS].concat()
+    [
+        crate::queries_keys_values::LISTINGS,
+        crate::nadaraya_watson::LISTINGS,
+        crate::attention_scoring::LISTINGS,
+    ]
+    .concat()
 }
 
 impl Listing {
     /// A listing that `cargo test` runs again (see [`Listing::rerun_in_tests`]).
     pub const fn new(name: &'static str, sources: &'static [&'static str], run: RunFn) -> Self {
-        Listing { name, sources, rerun_in_tests: true, run }
+        Listing {
+            name,
+            sources,
+            rerun_in_tests: true,
+            run,
+        }
     }
 
     /// A content hash of everything this listing's outputs depend on: its
@@ -68,7 +78,11 @@ impl Listing {
     /// sources. Outputs made under the same fingerprint are up to date.
     pub fn fingerprint(&self, backend: Backend) -> String {
         let mut hash = Sha256::new();
-        for part in [self.name, &backend.to_string()].into_iter().chain(COMMON_SOURCES.iter().copied()).chain(self.sources.iter().copied()) {
+        for part in [self.name, &backend.to_string()]
+            .into_iter()
+            .chain(COMMON_SOURCES.iter().copied())
+            .chain(self.sources.iter().copied())
+        {
             hash.update((part.len() as u64).to_le_bytes());
             hash.update(part.as_bytes());
         }
@@ -81,7 +95,8 @@ impl Listing {
     /// Whatever the listing's code returns, prefixed with the listing's name.
     pub fn execute(&self, device: &Device) -> anyhow::Result<Output> {
         let mut out = Output::default();
-        (self.run)(device, &mut out).map_err(|e| e.context(format!("listing `{}` failed", self.name)))?;
+        (self.run)(device, &mut out)
+            .map_err(|e| e.context(format!("listing `{}` failed", self.name)))?;
         Ok(out)
     }
 }
@@ -121,7 +136,10 @@ impl Output {
     /// `<figure>.svg`.
     pub fn files(&self, listing: &str) -> Vec<(String, &str)> {
         let text = (!self.text.is_empty()).then(|| (format!("{listing}.txt"), self.text.as_str()));
-        let figures = self.figures.iter().map(|(name, svg)| (format!("{name}.svg"), svg.as_str()));
+        let figures = self
+            .figures
+            .iter()
+            .map(|(name, svg)| (format!("{name}.svg"), svg.as_str()));
         text.into_iter().chain(figures).collect()
     }
 }

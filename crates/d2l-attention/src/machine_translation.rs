@@ -28,7 +28,10 @@ pub struct Source {
 }
 
 /// d2l's copy of the corpus.
-pub const FRA_ENG: Source = Source { url: "http://d2l-data.s3-accelerate.amazonaws.com/fra-eng.zip", sha1: "94646ad1522d915e7b0f9296181140edcf86a4f5" };
+pub const FRA_ENG: Source = Source {
+    url: "http://d2l-data.s3-accelerate.amazonaws.com/fra-eng.zip",
+    sha1: "94646ad1522d915e7b0f9296181140edcf86a4f5",
+};
 /// The zip member holding the sentence pairs.
 pub const FRA_ENG_MEMBER: &str = "fra-eng/fra.txt";
 /// The environment variable naming a folder (holding `fra.txt` or
@@ -62,7 +65,9 @@ pub enum DataError {
         path: PathBuf,
     },
     /// The corpus has no usable sentence pair.
-    #[error("the corpus has {skipped} lines without exactly one tab and no usable pair; is it d2l's fra.txt (English<TAB>French per line)?")]
+    #[error(
+        "the corpus has {skipped} lines without exactly one tab and no usable pair; is it d2l's fra.txt (English<TAB>French per line)?"
+    )]
     NoPairs {
         /// Lines skipped.
         skipped: usize,
@@ -118,12 +123,18 @@ pub enum DataError {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> DataError + '_ {
-    move |error| DataError::Io { path: path.to_owned(), error }
+    move |error| DataError::Io {
+        path: path.to_owned(),
+        error,
+    }
 }
 
 /// The per-user cache folder the corpus is kept in after a download.
 pub fn cache_dir() -> PathBuf {
-    dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("d2l-attention").join("fra-eng")
+    dirs::cache_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("d2l-attention")
+        .join("fra-eng")
 }
 
 /// The corpus text: [`locate_fra_eng`] with `explicit` (or else the path
@@ -134,7 +145,11 @@ pub fn cache_dir() -> PathBuf {
 /// See [`locate_fra_eng`] and [`read_corpus`].
 pub fn load_fra_eng(explicit: Option<&Path>) -> Result<String, DataError> {
     let from_env = std::env::var_os(DATA_DIR_ENV).map(PathBuf::from);
-    read_corpus(&locate_fra_eng(explicit.or(from_env.as_deref()), &cache_dir(), FRA_ENG)?)
+    read_corpus(&locate_fra_eng(
+        explicit.or(from_env.as_deref()),
+        &cache_dir(),
+        FRA_ENG,
+    )?)
 }
 
 /// Finds `fra.txt`, in this order: `explicit`, a folder holding `fra.txt`
@@ -152,36 +167,68 @@ pub fn load_fra_eng(explicit: Option<&Path>) -> Result<String, DataError> {
 /// cache). Files are written
 /// atomically and a download is kept only once verified, so nothing
 /// half-written is ever reused.
-pub fn locate_fra_eng(explicit: Option<&Path>, cache: &Path, source: Source) -> Result<PathBuf, DataError> {
+pub fn locate_fra_eng(
+    explicit: Option<&Path>,
+    cache: &Path,
+    source: Source,
+) -> Result<PathBuf, DataError> {
     if let Some(path) = explicit.filter(|p| !p.exists()) {
-        return Err(DataError::MissingPath { path: path.to_owned() });
+        return Err(DataError::MissingPath {
+            path: path.to_owned(),
+        });
     }
     let mut tried = Vec::new();
-    for place in explicit.map(Path::to_owned).into_iter().chain([cache.to_owned()]) {
-        let candidates = if place.is_dir() { vec![place.join("fra.txt"), place.join("fra-eng.zip")] } else { vec![place.clone()] };
+    for place in explicit
+        .map(Path::to_owned)
+        .into_iter()
+        .chain([cache.to_owned()])
+    {
+        let candidates = if place.is_dir() {
+            vec![place.join("fra.txt"), place.join("fra-eng.zip")]
+        } else {
+            vec![place.clone()]
+        };
         for candidate in candidates {
             if candidate.is_file() {
-                return if candidate.extension().is_some_and(|e| e == "zip") { extract_fra_eng(&candidate, source.sha1, cache) } else { Ok(candidate) };
+                return if candidate.extension().is_some_and(|e| e == "zip") {
+                    extract_fra_eng(&candidate, source.sha1, cache)
+                } else {
+                    Ok(candidate)
+                };
             }
             tried.push(candidate);
         }
     }
-    let not_found = |reason: String| DataError::NotFound { tried: tried.clone(), cache: cache.to_owned(), url: source.url, reason };
+    let not_found = |reason: String| DataError::NotFound {
+        tried: tried.clone(),
+        cache: cache.to_owned(),
+        url: source.url,
+        reason,
+    };
     let bytes = download(source.url).map_err(not_found)?;
     let zip = cache.join("fra-eng.zip");
     check_sha1(&bytes, source.sha1, &zip)?;
     fs::create_dir_all(cache).map_err(io_err(cache))?;
-    write_atomic(&zip, &bytes).map_err(|e| DataError::Io { path: e.path, error: e.error })?;
+    write_atomic(&zip, &bytes).map_err(|e| DataError::Io {
+        path: e.path,
+        error: e.error,
+    })?;
     extract_fra_eng(&zip, source.sha1, cache)
 }
 
 /// Downloads `url` into memory, with a progress bar on stderr.
 fn download(url: &str) -> Result<Vec<u8>, String> {
     let response = ureq::get(url).call().map_err(|e| e.to_string())?;
-    let length = response.headers().get("content-length").and_then(|v| v.to_str().ok()?.parse().ok());
-    let bar = indicatif::ProgressBar::new(length.unwrap_or(0)).with_message(format!("downloading {url}"));
+    let length = response
+        .headers()
+        .get("content-length")
+        .and_then(|v| v.to_str().ok()?.parse().ok());
+    let bar =
+        indicatif::ProgressBar::new(length.unwrap_or(0)).with_message(format!("downloading {url}"));
     let mut bytes = Vec::new();
-    bar.wrap_read(response.into_body().into_reader()).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    bar.wrap_read(response.into_body().into_reader())
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
     bar.finish_and_clear();
     Ok(bytes)
 }
@@ -189,7 +236,11 @@ fn download(url: &str) -> Result<Vec<u8>, String> {
 fn check_sha1(bytes: &[u8], expected: &'static str, path: &Path) -> Result<(), DataError> {
     let got = format!("{:x}", Sha1::digest(bytes));
     if got != expected {
-        return Err(DataError::Checksum { path: path.to_owned(), got, expected });
+        return Err(DataError::Checksum {
+            path: path.to_owned(),
+            got,
+            expected,
+        });
     }
     Ok(())
 }
@@ -199,33 +250,55 @@ fn check_sha1(bytes: &[u8], expected: &'static str, path: &Path) -> Result<(), D
 ///
 /// # Errors
 /// See [`locate_fra_eng`].
-pub fn extract_fra_eng(zip: &Path, sha1: &'static str, dest_dir: &Path) -> Result<PathBuf, DataError> {
+pub fn extract_fra_eng(
+    zip: &Path,
+    sha1: &'static str,
+    dest_dir: &Path,
+) -> Result<PathBuf, DataError> {
     let bytes = fs::read(zip).map_err(io_err(zip))?;
     check_sha1(&bytes, sha1, zip)?;
     let text = read_member(std::io::Cursor::new(bytes), zip)?;
     fs::create_dir_all(dest_dir).map_err(io_err(dest_dir))?;
     let dest = dest_dir.join("fra.txt");
-    write_atomic(&dest, &text).map_err(|e| DataError::Io { path: e.path, error: e.error })?;
+    write_atomic(&dest, &text).map_err(|e| DataError::Io {
+        path: e.path,
+        error: e.error,
+    })?;
     Ok(dest)
 }
 
 /// Reads [`FRA_ENG_MEMBER`] from a zip archive, refusing archives with a
 /// member that would escape its folder.
 fn read_member(reader: impl Read + Seek, path: &Path) -> Result<Vec<u8>, DataError> {
-    let bad_zip = |e: zip::result::ZipError| DataError::BadZip { path: path.to_owned(), reason: e.to_string() };
+    let bad_zip = |e: zip::result::ZipError| DataError::BadZip {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    };
     let mut archive = zip::ZipArchive::new(reader).map_err(bad_zip)?;
     for i in 0..archive.len() {
         let member = archive.by_index(i).map_err(bad_zip)?;
         if member.enclosed_name().is_none() {
-            return Err(DataError::UnsafeMember { path: path.to_owned(), member: member.name().map_or_else(|_| "?".into(), |n| n.into_owned()) });
+            return Err(DataError::UnsafeMember {
+                path: path.to_owned(),
+                member: member
+                    .name()
+                    .map_or_else(|_| "?".into(), |n| n.into_owned()),
+            });
         }
     }
     let mut member = archive.by_name(FRA_ENG_MEMBER).map_err(|e| match e {
-        zip::result::ZipError::FileNotFound => DataError::MissingMember { path: path.to_owned() },
+        zip::result::ZipError::FileNotFound => DataError::MissingMember {
+            path: path.to_owned(),
+        },
         e => bad_zip(e),
     })?;
     let mut text = Vec::new();
-    member.read_to_end(&mut text).map_err(|e| DataError::BadZip { path: path.to_owned(), reason: e.to_string() })?;
+    member
+        .read_to_end(&mut text)
+        .map_err(|e| DataError::BadZip {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
     Ok(text)
 }
 
@@ -236,7 +309,10 @@ fn read_member(reader: impl Read + Seek, path: &Path) -> Result<Vec<u8>, DataErr
 /// [`DataError::Io`].
 pub fn read_corpus(path: &Path) -> Result<String, DataError> {
     let bytes = fs::read(path).map_err(io_err(path))?;
-    String::from_utf8(bytes).map_err(|e| DataError::NotUtf8 { path: path.to_owned(), offset: e.utf8_error().valid_up_to() })
+    String::from_utf8(bytes).map_err(|e| DataError::NotUtf8 {
+        path: path.to_owned(),
+        offset: e.utf8_error().valid_up_to(),
+    })
 }
 
 /// d2l's `preprocess_nmt`: U+202F and U+00A0 become plain spaces (U+2009
@@ -247,7 +323,11 @@ pub fn preprocess_nmt(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 8);
     let mut previous: Option<char> = None;
     for c in text.chars() {
-        let c = if c == '\u{202f}' || c == '\u{a0}' { ' ' } else { c };
+        let c = if c == '\u{202f}' || c == '\u{a0}' {
+            ' '
+        } else {
+            c
+        };
         if matches!(c, ',' | '.' | '!' | '?') && previous.is_some_and(|p| p != ' ') {
             out.push(' ');
         }
@@ -286,8 +366,12 @@ pub fn tokenize_nmt(text: &str, num_examples: Option<usize>) -> Pairs {
         let parts: Vec<&str> = line.split('\t').collect();
         match parts.as_slice() {
             [src, tgt] => {
-                pairs.source.push(src.split(' ').map(str::to_owned).collect());
-                pairs.target.push(tgt.split(' ').map(str::to_owned).collect());
+                pairs
+                    .source
+                    .push(src.split(' ').map(str::to_owned).collect());
+                pairs
+                    .target
+                    .push(tgt.split(' ').map(str::to_owned).collect());
             }
             [""] => {}
             _ => pairs.skipped += 1,
@@ -318,11 +402,23 @@ impl Vocab {
             counts[i].1 += 1;
         }
         counts.sort_by(|a, b| b.1.cmp(&a.1)); // stable: ties stay in order of first appearance
-        let mut vocab = Vocab { idx_to_token: Vec::new(), token_to_idx: HashMap::new() };
-        let frequent = counts.iter().filter(|(_, n)| *n >= min_freq).map(|(t, _)| *t);
-        for token in ["<unk>"].into_iter().chain(reserved.iter().copied()).chain(frequent) {
+        let mut vocab = Vocab {
+            idx_to_token: Vec::new(),
+            token_to_idx: HashMap::new(),
+        };
+        let frequent = counts
+            .iter()
+            .filter(|(_, n)| *n >= min_freq)
+            .map(|(t, _)| *t);
+        for token in ["<unk>"]
+            .into_iter()
+            .chain(reserved.iter().copied())
+            .chain(frequent)
+        {
             if !vocab.token_to_idx.contains_key(token) {
-                vocab.token_to_idx.insert(token.to_owned(), vocab.idx_to_token.len());
+                vocab
+                    .token_to_idx
+                    .insert(token.to_owned(), vocab.idx_to_token.len());
                 vocab.idx_to_token.push(token.to_owned());
             }
         }
@@ -361,7 +457,11 @@ pub fn truncate_pad(line: &[usize], num_steps: usize, padding: usize) -> Vec<usi
 /// d2l's `build_array_nmt`: each line as indices with `<eos>` appended,
 /// truncated or padded to `num_steps`; returns the flat (lines × num_steps)
 /// indices and each line's valid length (its tokens that are not `<pad>`).
-pub fn build_array_nmt(lines: &[Vec<String>], vocab: &Vocab, num_steps: usize) -> (Vec<i64>, Vec<i64>) {
+pub fn build_array_nmt(
+    lines: &[Vec<String>],
+    vocab: &Vocab,
+    num_steps: usize,
+) -> (Vec<i64>, Vec<i64>) {
     let (pad, eos) = (vocab.index("<pad>"), vocab.index("<eos>"));
     let mut array = Vec::with_capacity(lines.len() * num_steps);
     let mut valid_lens = Vec::with_capacity(lines.len());
@@ -410,14 +510,22 @@ impl NmtData {
     pub fn new(text: &str, num_steps: usize, num_examples: usize) -> Result<Self, DataError> {
         let pairs = tokenize_nmt(&preprocess_nmt(text), Some(num_examples));
         if pairs.source.is_empty() {
-            return Err(DataError::NoPairs { skipped: pairs.skipped });
+            return Err(DataError::NoPairs {
+                skipped: pairs.skipped,
+            });
         }
         let reserved = ["<pad>", "<bos>", "<eos>"];
         let src_vocab = Vocab::new(&pairs.source, 2, &reserved);
         let tgt_vocab = Vocab::new(&pairs.target, 2, &reserved);
         let source = build_array_nmt(&pairs.source, &src_vocab, num_steps);
         let target = build_array_nmt(&pairs.target, &tgt_vocab, num_steps);
-        Ok(NmtData { src_vocab, tgt_vocab, num_steps, source, target })
+        Ok(NmtData {
+            src_vocab,
+            tgt_vocab,
+            num_steps,
+            source,
+            target,
+        })
     }
 
     /// The number of sentence pairs.
@@ -442,16 +550,27 @@ impl NmtData {
         order.shuffle(&mut StdRng::seed_from_u64(seed));
         let n = self.num_steps;
         let rows = |data: &(Vec<i64>, Vec<i64>), idx: &[usize]| {
-            let tokens: Vec<i64> = idx.iter().flat_map(|&i| data.0[i * n..(i + 1) * n].iter().copied()).collect();
+            let tokens: Vec<i64> = idx
+                .iter()
+                .flat_map(|&i| data.0[i * n..(i + 1) * n].iter().copied())
+                .collect();
             let lens: Vec<i64> = idx.iter().map(|&i| data.1[i]).collect();
-            (Tensor::from_data(TensorData::new(tokens, [idx.len(), n]), device), Tensor::from_data(TensorData::new(lens, [idx.len()]), device))
+            (
+                Tensor::from_data(TensorData::new(tokens, [idx.len(), n]), device),
+                Tensor::from_data(TensorData::new(lens, [idx.len()]), device),
+            )
         };
         order
             .chunks(batch_size)
             .map(|idx| {
                 let (x, x_valid_len) = rows(&self.source, idx);
                 let (y, y_valid_len) = rows(&self.target, idx);
-                Batch { x, x_valid_len, y, y_valid_len }
+                Batch {
+                    x,
+                    x_valid_len,
+                    y,
+                    y_valid_len,
+                }
             })
             .collect()
     }

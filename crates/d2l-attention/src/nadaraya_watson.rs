@@ -32,7 +32,9 @@ pub enum RegressionError {
     },
     /// A query has no training point inside the kernel's support, so its
     /// weights would be 0/0.
-    #[error("query {query} (x = {x}) has no training point inside the {kernel} kernel's support; widen the kernel or add data")]
+    #[error(
+        "query {query} (x = {x}) has no training point inside the {kernel} kernel's support; widen the kernel or add data"
+    )]
     EmptySupport {
         /// Index of the query.
         query: usize,
@@ -93,7 +95,12 @@ impl Dataset {
         let x_test: Vec<f32> = (0..50).map(|i| i as f32 * 0.1).collect();
         let x_test = Tensor::<1>::from_floats(x_test.as_slice(), device);
         let y_truth = f(x_test.clone());
-        Dataset { x_train, y_train, x_test, y_truth }
+        Dataset {
+            x_train,
+            y_train,
+            x_test,
+            y_truth,
+        }
     }
 }
 
@@ -123,13 +130,20 @@ fn check_training_set(x_train: &Tensor<1>, y_train: &Tensor<1>) -> Result<(), Re
 /// # Errors
 /// [`RegressionError`] when the training set is empty or `x_train` and
 /// `y_train` differ in length.
-pub fn nonparametric_pooling(x_train: Tensor<1>, y_train: Tensor<1>, queries: Tensor<1>) -> Result<(Tensor<1>, Tensor<2>), RegressionError> {
+pub fn nonparametric_pooling(
+    x_train: Tensor<1>,
+    y_train: Tensor<1>,
+    queries: Tensor<1>,
+) -> Result<(Tensor<1>, Tensor<2>), RegressionError> {
     check_training_set(&x_train, &y_train)?;
     // ANCHOR: nonparametric
     // (n_queries, 1) − (1, n_train): every query against every key.
     let differences = queries.unsqueeze_dim::<2>(1) - x_train.unsqueeze_dim::<2>(0);
     let attention_weights = softmax(-differences.powi_scalar(2) / 2.0, 1);
-    let y_hat = attention_weights.clone().matmul(y_train.unsqueeze_dim::<2>(1)).squeeze_dim::<1>(1);
+    let y_hat = attention_weights
+        .clone()
+        .matmul(y_train.unsqueeze_dim::<2>(1))
+        .squeeze_dim::<1>(1);
     // ANCHOR_END: nonparametric
     Ok((y_hat, attention_weights))
 }
@@ -188,7 +202,12 @@ impl Kernel {
 /// point within distance 1), instead of a NaN prediction;
 /// [`RegressionError::Bandwidth`] for a Gaussian σ that is not finite and
 /// positive; the errors of [`nonparametric_pooling`] for a bad training set.
-pub fn nadaraya_watson(x_train: Tensor<1>, y_train: Tensor<1>, queries: Tensor<1>, kernel: Kernel) -> Result<(Tensor<1>, Tensor<2>), RegressionError> {
+pub fn nadaraya_watson(
+    x_train: Tensor<1>,
+    y_train: Tensor<1>,
+    queries: Tensor<1>,
+    kernel: Kernel,
+) -> Result<(Tensor<1>, Tensor<2>), RegressionError> {
     check_training_set(&x_train, &y_train)?;
     let differences = queries.clone().unsqueeze_dim::<2>(1) - x_train.unsqueeze_dim::<2>(0);
     let attention_weights = if let Kernel::Gaussian { sigma } = kernel {
@@ -200,14 +219,26 @@ pub fn nadaraya_watson(x_train: Tensor<1>, y_train: Tensor<1>, queries: Tensor<1
     } else {
         let k = kernel.apply(differences);
         let totals = k.clone().sum_dim(1); // (n_queries, 1)
-        let empty = totals.clone().equal_elem(0.0).squeeze_dim::<1>(1).try_into_vec_as::<bool>().unwrap_or_default();
+        let empty = totals
+            .clone()
+            .equal_elem(0.0)
+            .squeeze_dim::<1>(1)
+            .try_into_vec_as::<bool>()
+            .unwrap_or_default();
         if let Some(query) = empty.iter().position(|&e| e) {
             let x = queries.narrow(0, query, 1).into_scalar::<f32>();
-            return Err(RegressionError::EmptySupport { query, x, kernel: kernel.to_string() });
+            return Err(RegressionError::EmptySupport {
+                query,
+                x,
+                kernel: kernel.to_string(),
+            });
         }
         k / totals
     };
-    let y_hat = attention_weights.clone().matmul(y_train.unsqueeze_dim::<2>(1)).squeeze_dim::<1>(1);
+    let y_hat = attention_weights
+        .clone()
+        .matmul(y_train.unsqueeze_dim::<2>(1))
+        .squeeze_dim::<1>(1);
     Ok((y_hat, attention_weights))
 }
 
@@ -225,7 +256,9 @@ impl NWKernelRegression {
     /// A model whose `w` starts at `w` (seed notebook `000` draws it from
     /// N(0, 1), d2l zh and the blog from U(0, 1)).
     pub fn new(w: f32, device: &Device) -> Self {
-        NWKernelRegression { w: Param::from_tensor(Tensor::from_floats([w], device)) }
+        NWKernelRegression {
+            w: Param::from_tensor(Tensor::from_floats([w], device)),
+        }
     }
 
     /// The current value of `w`.
@@ -237,11 +270,18 @@ impl NWKernelRegression {
     /// Predictions for `queries` (n,) from `keys` and `values` (n, m), each
     /// query with its own row of keys and values; returns (predictions (n,),
     /// attention weights (n, m)).
-    pub fn forward(&self, queries: Tensor<1>, keys: Tensor<2>, values: Tensor<2>) -> (Tensor<1>, Tensor<2>) {
+    pub fn forward(
+        &self,
+        queries: Tensor<1>,
+        keys: Tensor<2>,
+        values: Tensor<2>,
+    ) -> (Tensor<1>, Tensor<2>) {
         let w = self.w.val().unsqueeze::<2>(); // (1, 1)
         let scores = -((queries.unsqueeze_dim::<2>(1) - keys) * w).powi_scalar(2) / 2.0;
         let attention_weights = softmax(scores, 1);
-        let y_hat = (attention_weights.clone() * values).sum_dim(1).squeeze_dim::<1>(1);
+        let y_hat = (attention_weights.clone() * values)
+            .sum_dim(1)
+            .squeeze_dim::<1>(1);
         (y_hat, attention_weights)
     }
     // ANCHOR_END: parametric_forward
@@ -254,7 +294,10 @@ impl NWKernelRegression {
 /// # Errors
 /// [`RegressionError`] when fewer than two points are given or the lengths
 /// differ.
-pub fn leave_one_out(x_train: Tensor<1>, y_train: Tensor<1>) -> Result<(Tensor<2>, Tensor<2>), RegressionError> {
+pub fn leave_one_out(
+    x_train: Tensor<1>,
+    y_train: Tensor<1>,
+) -> Result<(Tensor<2>, Tensor<2>), RegressionError> {
     check_training_set(&x_train, &y_train)?;
     let n = x_train.dims()[0];
     if n < 2 {
@@ -263,7 +306,14 @@ pub fn leave_one_out(x_train: Tensor<1>, y_train: Tensor<1>) -> Result<(Tensor<2
     let device = x_train.device();
     let drop_diagonal = |t: Tensor<1>| -> Tensor<2> {
         let v = t.try_into_vec_as::<f32>().expect("readable tensor");
-        let rows: Vec<f32> = (0..n).flat_map(|i| v.iter().enumerate().filter(move |(j, _)| *j != i).map(|(_, x)| *x)).collect();
+        let rows: Vec<f32> = (0..n)
+            .flat_map(|i| {
+                v.iter()
+                    .enumerate()
+                    .filter(move |(j, _)| *j != i)
+                    .map(|(_, x)| *x)
+            })
+            .collect();
         Tensor::from_data(TensorData::new(rows, [n, n - 1]), &device)
     };
     Ok((drop_diagonal(x_train), drop_diagonal(y_train)))
@@ -307,10 +357,17 @@ pub fn train(
         let (y_hat, _) = model.forward(x_train.clone(), keys.clone(), values.clone());
         let loss = (y_hat - y_train.clone()).powi_scalar(2).sum();
         let grads = GradientsParams::from_grads(loss.backward(), &model);
-        let grad = grads.get::<1>(model.w.id).map_or(0.0, |g| g.into_scalar::<f32>());
+        let grad = grads
+            .get::<1>(model.w.id)
+            .map_or(0.0, |g| g.into_scalar::<f32>());
         model = optimizer.step(lr, model, grads);
         // ANCHOR_END: train_step
-        let log = EpochLog { epoch, loss: loss.into_scalar::<f32>(), grad, w: model.w() };
+        let log = EpochLog {
+            epoch,
+            loss: loss.into_scalar::<f32>(),
+            grad,
+            w: model.w(),
+        };
         if !log.w.is_finite() {
             return Err(RegressionError::Diverged { epoch, w: log.w });
         }
@@ -363,8 +420,24 @@ const SEED: u64 = 0;
 fn data_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: data
     let data = Dataset::generate(50, SEED, device);
-    writeln!(out, "n_train = {}, n_test = {}", data.x_train.dims()[0], data.x_test.dims()[0])?;
-    writeln!(out, "first training inputs: {}", format_row(&data.x_train.clone().narrow(0, 0, 5).try_into_vec_as::<f32>()?, 4))?;
+    writeln!(
+        out,
+        "n_train = {}, n_test = {}",
+        data.x_train.dims()[0],
+        data.x_test.dims()[0]
+    )?;
+    writeln!(
+        out,
+        "first training inputs: {}",
+        format_row(
+            &data
+                .x_train
+                .clone()
+                .narrow(0, 0, 5)
+                .try_into_vec_as::<f32>()?,
+            4
+        )
+    )?;
     // ANCHOR_END: data
     Ok(())
 }
@@ -382,9 +455,20 @@ fn average_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
 fn nonparametric_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let data = Dataset::generate(50, SEED, device);
     // ANCHOR: nonparametric_demo
-    let (y_hat, attention_weights) = nonparametric_pooling(data.x_train.clone(), data.y_train.clone(), data.x_test.clone())?;
+    let (y_hat, attention_weights) = nonparametric_pooling(
+        data.x_train.clone(),
+        data.y_train.clone(),
+        data.x_test.clone(),
+    )?;
     let prediction = plot_kernel_reg(&data, y_hat)?;
-    let heatmap = show_heatmaps(&attention_weights.unsqueeze::<4>(), "Sorted training inputs", "Sorted testing inputs", None, (2.5, 2.5), Cmap::Reds)?;
+    let heatmap = show_heatmaps(
+        &attention_weights.unsqueeze::<4>(),
+        "Sorted training inputs",
+        "Sorted testing inputs",
+        None,
+        (2.5, 2.5),
+        Cmap::Reds,
+    )?;
     // ANCHOR_END: nonparametric_demo
     out.figure("nw-nonparametric", prediction);
     out.figure("nw-nonparametric-heatmap", heatmap);
@@ -393,17 +477,34 @@ fn nonparametric_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
 
 /// Test mean squared error of the Gaussian estimate against f.
 fn test_error(data: &Dataset, kernel: Kernel) -> anyhow::Result<f32> {
-    let (y_hat, _) = nadaraya_watson(data.x_train.clone(), data.y_train.clone(), data.x_test.clone(), kernel)?;
-    Ok((y_hat - data.y_truth.clone()).powi_scalar(2).mean().into_scalar::<f32>())
+    let (y_hat, _) = nadaraya_watson(
+        data.x_train.clone(),
+        data.y_train.clone(),
+        data.x_test.clone(),
+        kernel,
+    )?;
+    Ok((y_hat - data.y_truth.clone())
+        .powi_scalar(2)
+        .mean()
+        .into_scalar::<f32>())
 }
 
 fn consistency_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: consistency
-    writeln!(out, "{:>7} {:>16} {:>26}", "n_train", "MSE, σ = 1", "MSE, σ = n_train^(-1/5)")?;
+    writeln!(
+        out,
+        "{:>7} {:>16} {:>26}",
+        "n_train", "MSE, σ = 1", "MSE, σ = n_train^(-1/5)"
+    )?;
     for n_train in [50, 500, 5000] {
         let data = Dataset::generate(n_train, SEED, device);
         let fixed = test_error(&data, Kernel::Gaussian { sigma: 1.0 })?;
-        let shrinking = test_error(&data, Kernel::Gaussian { sigma: (n_train as f32).powf(-0.2) })?;
+        let shrinking = test_error(
+            &data,
+            Kernel::Gaussian {
+                sigma: (n_train as f32).powf(-0.2),
+            },
+        )?;
         writeln!(out, "{n_train:>7} {fixed:>16.4} {shrinking:>26.4}")?;
     }
     // ANCHOR_END: consistency
@@ -414,10 +515,20 @@ fn bmm_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: bmm
     let x = Tensor::<3>::ones([2, 1, 4], device);
     let y = Tensor::<3>::ones([2, 4, 6], device);
-    writeln!(out, "{:?} × {:?} → {:?}", x.dims(), y.dims(), x.matmul(y).dims())?;
+    writeln!(
+        out,
+        "{:?} × {:?} → {:?}",
+        x.dims(),
+        y.dims(),
+        x.matmul(y).dims()
+    )?;
     let weights = Tensor::<2>::ones([2, 10], device) * 0.1;
-    let values = Tensor::<1, Int>::arange(0..20, device).float().reshape([2, 10]);
-    let pooled = weights.unsqueeze_dim::<3>(1).matmul(values.unsqueeze_dim::<3>(2));
+    let values = Tensor::<1, Int>::arange(0..20, device)
+        .float()
+        .reshape([2, 10]);
+    let pooled = weights
+        .unsqueeze_dim::<3>(1)
+        .matmul(values.unsqueeze_dim::<3>(2));
     writeln!(out, "{}", format_tensor(pooled, 1))?;
     // ANCHOR_END: bmm
     Ok(())
@@ -425,23 +536,41 @@ fn bmm_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
 
 /// Trains from `w0` and draws the three figures of the parametric model,
 /// named `<prefix>-loss`, `<prefix>` and `<prefix>-heatmap`.
-fn train_and_draw(device: &Device, out: &mut Output, w0: f32, lr: f64, epochs: usize, prefix: &str) -> anyhow::Result<NWKernelRegression> {
+fn train_and_draw(
+    device: &Device,
+    out: &mut Output,
+    w0: f32,
+    lr: f64,
+    epochs: usize,
+    prefix: &str,
+) -> anyhow::Result<NWKernelRegression> {
     let device = device.clone().autodiff();
     let data = Dataset::generate(50, SEED, &device);
     let mut losses = Vec::new();
     let model = NWKernelRegression::new(w0, &device);
     let progress = indicatif::ProgressBar::new(epochs as u64);
-    let model = train(model, data.x_train.clone(), data.y_train.clone(), lr, epochs, |log| {
-        progress.inc(1);
-        losses.push(log.loss as f64);
-        if epochs <= 10 || log.epoch % 10 == 0 {
-            // Printed (and captured) like d2l's training loop.
-            writeln!(out, "epoch {}, loss {:.6}", log.epoch, log.loss).expect("an Output takes any text");
-        }
-    })?;
+    let model = train(
+        model,
+        data.x_train.clone(),
+        data.y_train.clone(),
+        lr,
+        epochs,
+        |log| {
+            progress.inc(1);
+            losses.push(log.loss as f64);
+            if epochs <= 10 || log.epoch % 10 == 0 {
+                // Printed (and captured) like d2l's training loop.
+                writeln!(out, "epoch {}, loss {:.6}", log.epoch, log.loss)
+                    .expect("an Output takes any text");
+            }
+        },
+    )?;
     progress.finish_and_clear();
     let epochs_axis: Vec<f64> = (1..=epochs).map(|e| e as f64).collect();
-    let loss_curve = plot(&[Series::line(&epochs_axis, &losses)], &Axes::new("epoch", "loss").xlim(1.0, epochs as f64))?;
+    let loss_curve = plot(
+        &[Series::line(&epochs_axis, &losses)],
+        &Axes::new("epoch", "loss").xlim(1.0, epochs as f64),
+    )?;
     // Test predictions with all fifty training points as keys and values.
     let n_test = data.x_test.dims()[0];
     let keys = data.x_train.clone().unsqueeze::<2>().expand([n_test, 50]);
@@ -449,7 +578,14 @@ fn train_and_draw(device: &Device, out: &mut Output, w0: f32, lr: f64, epochs: u
     let (y_hat, attention_weights) = model.forward(data.x_test.clone(), keys, values);
     out.figure(&format!("{prefix}-loss"), loss_curve);
     out.figure(prefix, plot_kernel_reg(&data, y_hat)?);
-    let heatmap = show_heatmaps(&attention_weights.unsqueeze::<4>(), "Sorted training inputs", "Sorted testing inputs", None, (2.5, 2.5), Cmap::Reds)?;
+    let heatmap = show_heatmaps(
+        &attention_weights.unsqueeze::<4>(),
+        "Sorted training inputs",
+        "Sorted testing inputs",
+        None,
+        (2.5, 2.5),
+        Cmap::Reds,
+    )?;
     out.figure(&format!("{prefix}-heatmap"), heatmap);
     Ok(model)
 }
@@ -475,23 +611,54 @@ fn parametric_blog_demo(device: &Device, out: &mut Output) -> anyhow::Result<()>
 }
 
 /// The four kernels of d2l en §11.2.
-const KERNELS: [Kernel; 4] = [Kernel::Gaussian { sigma: 1.0 }, Kernel::Boxcar, Kernel::Constant, Kernel::Epanechikov];
+const KERNELS: [Kernel; 4] = [
+    Kernel::Gaussian { sigma: 1.0 },
+    Kernel::Boxcar,
+    Kernel::Constant,
+    Kernel::Epanechikov,
+];
 
 /// Estimates for several kernels: a figure of the predictions, and a row
 /// of their weight heatmaps titled `titles`.
-fn compare_kernels(data: &Dataset, kernels: &[Kernel], titles: &[&str]) -> anyhow::Result<(Svg, Svg)> {
+fn compare_kernels(
+    data: &Dataset,
+    kernels: &[Kernel],
+    titles: &[&str],
+) -> anyhow::Result<(Svg, Svg)> {
     let x_test = host(&data.x_test);
-    let mut series = vec![Series::line(&x_test, &host(&data.y_truth)).label("Truth").color(plotters::style::RGBColor(0, 0, 0))];
+    let mut series = vec![
+        Series::line(&x_test, &host(&data.y_truth))
+            .label("Truth")
+            .color(plotters::style::RGBColor(0, 0, 0)),
+    ];
     let mut weights = Vec::new();
     for (kernel, title) in kernels.iter().zip(titles) {
-        let (y_hat, w) = nadaraya_watson(data.x_train.clone(), data.y_train.clone(), data.x_test.clone(), *kernel)?;
+        let (y_hat, w) = nadaraya_watson(
+            data.x_train.clone(),
+            data.y_train.clone(),
+            data.x_test.clone(),
+            *kernel,
+        )?;
         series.push(Series::line(&x_test, &host(&y_hat)).label(title));
         weights.push(w.unsqueeze::<3>());
     }
     series.push(Series::points(&host(&data.x_train), &host(&data.y_train)).alpha(0.4));
-    let estimates = plot(&series, &Axes::new("x", "y").xlim(0.0, 5.0).ylim(-1.0, 5.0).figsize(4.5, 3.0))?;
+    let estimates = plot(
+        &series,
+        &Axes::new("x", "y")
+            .xlim(0.0, 5.0)
+            .ylim(-1.0, 5.0)
+            .figsize(4.5, 3.0),
+    )?;
     let grid = Tensor::cat(weights, 0).unsqueeze::<4>();
-    let heatmaps = show_heatmaps(&grid, "Training inputs", "Test inputs", Some(titles), (10.0, 3.0), Cmap::Reds)?;
+    let heatmaps = show_heatmaps(
+        &grid,
+        "Training inputs",
+        "Test inputs",
+        Some(titles),
+        (10.0, 3.0),
+        Cmap::Reds,
+    )?;
     Ok((estimates, heatmaps))
 }
 
@@ -501,13 +668,27 @@ fn kernels_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let u_tensor = Tensor::<1>::from_floats(u.as_slice(), device);
     let u_axis: Vec<f64> = u.iter().map(|&x| x as f64).collect();
     let names = ["Gaussian", "Boxcar", "Constant", "Epanechikov"];
-    let shapes: Vec<Series> = KERNELS.iter().zip(names).map(|(k, name)| Series::line(&u_axis, &host(&k.apply(u_tensor.clone()))).label(name)).collect();
-    let shapes = plot(&shapes, &Axes::new("u", "K(u)").xlim(-3.0, 3.0).ylim(-0.1, 1.3).figsize(4.5, 2.5))?;
+    let shapes: Vec<Series> = KERNELS
+        .iter()
+        .zip(names)
+        .map(|(k, name)| Series::line(&u_axis, &host(&k.apply(u_tensor.clone()))).label(name))
+        .collect();
+    let shapes = plot(
+        &shapes,
+        &Axes::new("u", "K(u)")
+            .xlim(-3.0, 3.0)
+            .ylim(-0.1, 1.3)
+            .figsize(4.5, 2.5),
+    )?;
     let data = Dataset::generate(50, SEED, device);
     let (estimates, heatmaps) = compare_kernels(&data, &KERNELS, &names)?;
     // ANCHOR_END: kernels_demo
     for (kernel, name) in KERNELS.iter().zip(names) {
-        writeln!(out, "{name:<12} test MSE {:.4}", test_error(&data, *kernel)?)?;
+        writeln!(
+            out,
+            "{name:<12} test MSE {:.4}",
+            test_error(&data, *kernel)?
+        )?;
     }
     out.figure("nw-kernel-shapes", shapes);
     out.figure("nw-kernel-estimates", estimates);
@@ -523,7 +704,11 @@ fn bandwidth_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let data = Dataset::generate(50, SEED, device);
     let (estimates, heatmaps) = compare_kernels(&data, &kernels, &titles)?;
     for (kernel, title) in kernels.iter().zip(titles) {
-        writeln!(out, "{title:<8} test MSE {:.4}", test_error(&data, *kernel)?)?;
+        writeln!(
+            out,
+            "{title:<8} test MSE {:.4}",
+            test_error(&data, *kernel)?
+        )?;
     }
     // ANCHOR_END: bandwidth
     out.figure("nw-bandwidth-estimates", estimates);
@@ -536,8 +721,12 @@ fn w_zero_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let data = Dataset::generate(50, SEED, device);
     let keys = data.x_train.clone().unsqueeze::<2>().expand([50, 50]);
     let values = data.y_train.clone().unsqueeze::<2>().expand([50, 50]);
-    let (y_hat, _) = NWKernelRegression::new(0.0, device).forward(data.x_test.clone(), keys, values);
-    let gap = (y_hat - average_pooling(data.y_train.clone(), 50)).abs().max().into_scalar::<f32>();
+    let (y_hat, _) =
+        NWKernelRegression::new(0.0, device).forward(data.x_test.clone(), keys, values);
+    let gap = (y_hat - average_pooling(data.y_train.clone(), 50))
+        .abs()
+        .max()
+        .into_scalar::<f32>();
     writeln!(out, "w = 0: largest gap to average pooling {gap:.1e}")?;
     // ANCHOR_END: w_zero
     Ok(())
@@ -549,14 +738,23 @@ mod tests {
     use crate::Backend;
 
     fn run(name: &str, device: &Device) -> Output {
-        LISTINGS.iter().find(|l| l.name == name).unwrap().execute(device).unwrap()
+        LISTINGS
+            .iter()
+            .find(|l| l.name == name)
+            .unwrap()
+            .execute(device)
+            .unwrap()
     }
 
     #[test]
     fn batched_matmul_demo_gives_the_seeds_values() {
         for backend in Backend::compiled_cpu_backends() {
             let out = run("nw-bmm", &backend.device().unwrap());
-            assert_eq!(out.text(), "[2, 1, 4] × [2, 4, 6] → [2, 1, 6]\n[[[4.5]],\n [[14.5]]]\n", "{backend}");
+            assert_eq!(
+                out.text(),
+                "[2, 1, 4] × [2, 4, 6] → [2, 1, 6]\n[[[4.5]],\n [[14.5]]]\n",
+                "{backend}"
+            );
         }
     }
 
@@ -572,11 +770,22 @@ mod tests {
     #[test]
     fn parametric_training_lowers_the_loss_and_sharpens_the_window() {
         let out = run("nw-parametric", &Device::flex());
-        let losses: Vec<f32> = out.text().lines().filter_map(|l| l.split("loss ").nth(1)).map(|v| v.parse().unwrap()).collect();
+        let losses: Vec<f32> = out
+            .text()
+            .lines()
+            .filter_map(|l| l.split("loss ").nth(1))
+            .map(|v| v.parse().unwrap())
+            .collect();
         assert_eq!(losses.len(), 5);
         assert!(losses.windows(2).all(|w| w[1] < w[0]), "{losses:?}");
         let last = out.text().lines().last().unwrap();
-        let w: f32 = last.trim_start_matches("w = ").split(' ').next().unwrap().parse().unwrap();
+        let w: f32 = last
+            .trim_start_matches("w = ")
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
         assert!(w > 5.0, "{last}");
         assert_eq!(out.figures().len(), 3);
     }

@@ -24,7 +24,10 @@ fn preprocessing_follows_d2l() {
 fn tokenising_skips_and_counts_malformed_lines_and_keeps_exactly_num_examples() {
     let text = "go .\tva !\nno tab here\nhi .\tsalut !\na\tb\tc\nrun !\tcours !\n";
     let all = tokenize_nmt(text, None);
-    assert_eq!(all.source, vec![vec!["go", "."], vec!["hi", "."], vec!["run", "!"]]);
+    assert_eq!(
+        all.source,
+        vec![vec!["go", "."], vec!["hi", "."], vec!["run", "!"]]
+    );
     assert_eq!(all.target[1], vec!["salut", "!"]);
     assert_eq!(all.skipped, 2);
     let two = tokenize_nmt(text, Some(2));
@@ -32,12 +35,18 @@ fn tokenising_skips_and_counts_malformed_lines_and_keeps_exactly_num_examples() 
 }
 
 fn lines(text: &[&str]) -> Vec<Vec<String>> {
-    text.iter().map(|l| l.split(' ').map(str::to_owned).collect()).collect()
+    text.iter()
+        .map(|l| l.split(' ').map(str::to_owned).collect())
+        .collect()
 }
 
 #[test]
 fn vocab_orders_by_frequency_with_ties_in_order_of_appearance() {
-    let vocab = Vocab::new(&lines(&["b a b", "c a d", "b e e"]), 2, &["<pad>", "<bos>", "<eos>"]);
+    let vocab = Vocab::new(
+        &lines(&["b a b", "c a d", "b e e"]),
+        2,
+        &["<pad>", "<bos>", "<eos>"],
+    );
     // b: 3, a: 2, e: 2 (a seen first), c and d below min_freq.
     let tokens: Vec<&str> = (0..vocab.len()).map(|i| vocab.token(i)).collect();
     assert_eq!(tokens, ["<unk>", "<pad>", "<bos>", "<eos>", "b", "a", "e"]);
@@ -55,7 +64,8 @@ fn arrays_are_padded_with_eos_and_valid_lengths() {
 }
 
 fn shared_head() -> Option<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/fra-eng/fra-head.txt");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/fra-eng/fra-head.txt");
     std::fs::read_to_string(path).ok()
 }
 
@@ -67,11 +77,27 @@ fn load_data_nmt_batches_every_pair_once_in_a_seeded_order() {
     let device = Device::flex();
     let batches = data.batches(64, 1, &device);
     assert_eq!(batches.len(), 10);
-    assert_eq!((batches[0].x.dims(), batches[0].y.dims(), batches[9].x.dims()), ([64, 10], [64, 10], [24, 10]));
-    let lens: Vec<i64> = batches.iter().flat_map(|b| b.y_valid_len.clone().try_into_vec_as::<i64>().unwrap()).collect();
+    assert_eq!(
+        (
+            batches[0].x.dims(),
+            batches[0].y.dims(),
+            batches[9].x.dims()
+        ),
+        ([64, 10], [64, 10], [24, 10])
+    );
+    let lens: Vec<i64> = batches
+        .iter()
+        .flat_map(|b| b.y_valid_len.clone().try_into_vec_as::<i64>().unwrap())
+        .collect();
     assert_eq!(lens.len(), 600);
     assert!(lens.iter().all(|&l| (1..=10).contains(&l)));
-    let first = |seed| data.batches(64, seed, &device)[0].x.clone().try_into_vec_as::<i64>().unwrap();
+    let first = |seed| {
+        data.batches(64, seed, &device)[0]
+            .x
+            .clone()
+            .try_into_vec_as::<i64>()
+            .unwrap()
+    };
     assert_eq!(first(1), first(1));
     assert_ne!(first(1), first(2));
 }
@@ -88,8 +114,19 @@ fn a_missing_explicit_path_is_an_error_even_with_a_cache() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("fra.txt"), CORPUS).unwrap();
     let typo = dir.path().join("fra-eng-typo");
-    let err = locate_fra_eng(Some(&typo), dir.path(), Source { url: "http://127.0.0.1:9/x.zip", sha1: "0" }).unwrap_err();
-    assert!(matches!(&err, DataError::MissingPath { path } if *path == typo), "{err}");
+    let err = locate_fra_eng(
+        Some(&typo),
+        dir.path(),
+        Source {
+            url: "http://127.0.0.1:9/x.zip",
+            sha1: "0",
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, DataError::MissingPath { path } if *path == typo),
+        "{err}"
+    );
     assert!(err.to_string().contains("D2L_DATA_DIR"));
 }
 
@@ -106,7 +143,9 @@ fn bleu_matches_d2l_known_values() {
 fn make_zip(members: &[(&str, &[u8])]) -> (Vec<u8>, &'static str) {
     let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     for (name, contents) in members {
-        writer.start_file(*name, zip::write::SimpleFileOptions::default()).unwrap();
+        writer
+            .start_file(*name, zip::write::SimpleFileOptions::default())
+            .unwrap();
         writer.write_all(contents).unwrap();
     }
     let bytes = writer.finish().unwrap().into_inner();
@@ -121,17 +160,29 @@ fn a_folder_or_zip_given_explicitly_is_used() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
     std::fs::write(dir.path().join("fra.txt"), CORPUS).unwrap();
-    let offline = Source { url: "http://127.0.0.1:9/none.zip", sha1: "0" };
-    assert_eq!(locate_fra_eng(Some(dir.path()), &cache, offline).unwrap(), dir.path().join("fra.txt"));
+    let offline = Source {
+        url: "http://127.0.0.1:9/none.zip",
+        sha1: "0",
+    };
+    assert_eq!(
+        locate_fra_eng(Some(dir.path()), &cache, offline).unwrap(),
+        dir.path().join("fra.txt")
+    );
 
     let zipped = tempfile::tempdir().unwrap();
-    let (bytes, sha1) = make_zip(&[("fra-eng/_about.txt", b"about"), ("fra-eng/fra.txt", CORPUS)]);
+    let (bytes, sha1) = make_zip(&[
+        ("fra-eng/_about.txt", b"about"),
+        ("fra-eng/fra.txt", CORPUS),
+    ]);
     std::fs::write(zipped.path().join("fra-eng.zip"), &bytes).unwrap();
     let found = locate_fra_eng(Some(zipped.path()), &cache, Source { sha1, ..offline }).unwrap();
     assert_eq!(found, cache.join("fra.txt"));
     assert_eq!(std::fs::read(&found).unwrap(), CORPUS);
     // Next time the cache answers, even with no explicit path.
-    assert_eq!(locate_fra_eng(None, &cache, offline).unwrap(), cache.join("fra.txt"));
+    assert_eq!(
+        locate_fra_eng(None, &cache, offline).unwrap(),
+        cache.join("fra.txt")
+    );
 }
 
 #[test]
@@ -147,7 +198,10 @@ fn damaged_zips_are_refused_and_leave_nothing_behind() {
     };
     let (good, _) = make_zip(&[("fra-eng/fra.txt", CORPUS)]);
     let err = check(&good, "94646ad1522d915e7b0f9296181140edcf86a4f5");
-    assert!(matches!(err, DataError::Checksum { .. }) && err.to_string().contains("download it again"), "{err}");
+    assert!(
+        matches!(err, DataError::Checksum { .. }) && err.to_string().contains("download it again"),
+        "{err}"
+    );
 
     let truncated = &good[..good.len() / 2];
     let sha = Box::leak(format!("{:x}", Sha1::digest(truncated)).into_boxed_str());
@@ -155,11 +209,17 @@ fn damaged_zips_are_refused_and_leave_nothing_behind() {
 
     let (slip, sha) = make_zip(&[("fra-eng/fra.txt", CORPUS), ("../../evil.txt", b"x")]);
     let err = check(&slip, sha);
-    assert!(matches!(&err, DataError::UnsafeMember { member, .. } if member == "../../evil.txt"), "{err}");
+    assert!(
+        matches!(&err, DataError::UnsafeMember { member, .. } if member == "../../evil.txt"),
+        "{err}"
+    );
     assert!(!dir.path().join("evil.txt").exists());
 
     let (other, sha) = make_zip(&[("fra-eng/_about.txt", b"about")]);
-    assert!(matches!(check(&other, sha), DataError::MissingMember { .. }));
+    assert!(matches!(
+        check(&other, sha),
+        DataError::MissingMember { .. }
+    ));
 }
 
 #[test]
@@ -178,10 +238,23 @@ fn offline_with_nothing_cached_says_where_to_put_the_file() {
     // Nothing listens on port 9 of the loopback: the download fails at once.
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    let err = locate_fra_eng(Some(&empty), &cache, Source { url: "http://127.0.0.1:9/fra-eng.zip", sha1: "0" }).unwrap_err();
+    let err = locate_fra_eng(
+        Some(&empty),
+        &cache,
+        Source {
+            url: "http://127.0.0.1:9/fra-eng.zip",
+            sha1: "0",
+        },
+    )
+    .unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, DataError::NotFound { .. }), "{msg}");
-    assert!(msg.contains(&cache.display().to_string()) && msg.contains("D2L_DATA_DIR") && msg.contains("empty/fra.txt"), "{msg}");
+    assert!(
+        msg.contains(&cache.display().to_string())
+            && msg.contains("D2L_DATA_DIR")
+            && msg.contains("empty/fra.txt"),
+        "{msg}"
+    );
 }
 
 /// Serves `body` once over HTTP on 127.0.0.1 and returns the URL.
@@ -192,7 +265,10 @@ fn serve_once(body: Vec<u8>) -> &'static str {
         let (mut stream, _) = listener.accept().unwrap();
         let mut request = [0u8; 4096];
         let _ = stream.read(&mut request);
-        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
         stream.write_all(head.as_bytes()).unwrap();
         stream.write_all(&body).unwrap();
     });
@@ -205,11 +281,27 @@ fn a_download_is_verified_before_it_is_kept() {
     let cache = dir.path().join("cache");
     let (bytes, sha1) = make_zip(&[("fra-eng/fra.txt", CORPUS)]);
     // A download whose checksum is wrong is not kept.
-    let err = locate_fra_eng(None, &cache, Source { url: serve_once(bytes.clone()), sha1: "0000" }).unwrap_err();
+    let err = locate_fra_eng(
+        None,
+        &cache,
+        Source {
+            url: serve_once(bytes.clone()),
+            sha1: "0000",
+        },
+    )
+    .unwrap_err();
     assert!(matches!(err, DataError::Checksum { .. }), "{err}");
     assert!(!cache.join("fra-eng.zip").exists() && !cache.join("fra.txt").exists());
     // A good one is kept and extracted.
-    let found = locate_fra_eng(None, &cache, Source { url: serve_once(bytes), sha1 }).unwrap();
+    let found = locate_fra_eng(
+        None,
+        &cache,
+        Source {
+            url: serve_once(bytes),
+            sha1,
+        },
+    )
+    .unwrap();
     assert_eq!(std::fs::read(found).unwrap(), CORPUS);
     assert!(cache.join("fra-eng.zip").is_file());
 }
@@ -218,7 +310,10 @@ fn a_download_is_verified_before_it_is_kept() {
 fn the_shared_corpus_loads_from_an_explicit_folder() {
     let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/fra-eng");
     if !folder.join("fra.txt").is_file() {
-        eprintln!("skipped: no shared copy of the corpus at {}", folder.display());
+        eprintln!(
+            "skipped: no shared copy of the corpus at {}",
+            folder.display()
+        );
         return;
     }
     let text = load_fra_eng(Some(&folder)).unwrap();

@@ -9,7 +9,13 @@ use burn::tensor::{Device, Tensor};
 use common::{float, golden, int};
 
 /// `common::assert_close`, also printing the deviation (`--nocapture` shows it).
-fn assert_close<const D: usize>(what: &str, actual: Tensor<D>, expected: &serde_json::Value, atol: f64, rtol: f64) -> f64 {
+fn assert_close<const D: usize>(
+    what: &str,
+    actual: Tensor<D>,
+    expected: &serde_json::Value,
+    atol: f64,
+    rtol: f64,
+) -> f64 {
     let worst = common::assert_close(what, actual, expected, atol, rtol);
     eprintln!("{what}: max deviation from PyTorch {worst:.1e}");
     worst
@@ -21,12 +27,18 @@ const ATOL: f64 = 1e-5;
 const RTOL: f64 = 1e-5;
 
 fn devices() -> Vec<(Backend, Device)> {
-    Backend::compiled_cpu_backends().into_iter().map(|b| (b, b.device().unwrap())).collect()
+    Backend::compiled_cpu_backends()
+        .into_iter()
+        .map(|b| (b, b.device().unwrap()))
+        .collect()
 }
 
 /// A bias-free burn Linear from a PyTorch weight (out, in): burn stores Wᵀ.
 fn linear(w: &serde_json::Value, device: &Device) -> Linear {
-    Linear { weight: Param::from_tensor(float::<2>(w, device).transpose()), bias: None }
+    Linear {
+        weight: Param::from_tensor(float::<2>(w, device).transpose()),
+        bias: None,
+    }
 }
 
 #[test]
@@ -63,11 +75,21 @@ fn masked_softmax_gradient_of_fully_masked_rows_is_finite_and_matches() {
         let device = device.autodiff();
         let x = float::<3>(&g["X"], &device).require_grad();
         let c = float::<3>(&g["C"], &device);
-        let out = masked_softmax(x.clone(), Some(int::<2>(&g["valid_lens"], &device).into())).unwrap();
-        assert_close(&format!("{backend} output"), out.clone(), &g["output"], ATOL, RTOL);
+        let out =
+            masked_softmax(x.clone(), Some(int::<2>(&g["valid_lens"], &device).into())).unwrap();
+        assert_close(
+            &format!("{backend} output"),
+            out.clone(),
+            &g["output"],
+            ATOL,
+            RTOL,
+        );
         let grads = (out * c).sum().backward();
         let grad = x.grad(&grads).unwrap();
-        assert!(!grad.clone().is_nan().any().into_scalar::<bool>(), "{backend}: NaN in the gradient");
+        assert!(
+            !grad.clone().is_nan().any().into_scalar::<bool>(),
+            "{backend}: NaN in the gradient"
+        );
         assert_close(&format!("{backend} grad"), grad, &g["grad_X"], ATOL, RTOL);
     }
 }
@@ -80,14 +102,46 @@ fn additive_attention_matches_pytorch_and_the_closed_form() {
             w_q: linear(&g["W_q"], &device),
             w_k: linear(&g["W_k"], &device),
             w_v: linear(&g["w_v"], &device),
-            ..AdditiveAttentionConfig::new(2, 20, 8).with_dropout(0.1).init(&device)
+            ..AdditiveAttentionConfig::new(2, 20, 8)
+                .with_dropout(0.1)
+                .init(&device)
         };
-        let (q, k, v) = (float::<3>(&g["queries"], &device), float::<3>(&g["keys"], &device), float::<3>(&g["values"], &device));
-        assert_close(&format!("{backend} scores"), attention.scores(q.clone(), k.clone()), &g["scores_before_mask"], ATOL, RTOL);
-        let attended = attention.forward(q, k, v, Some(int::<1>(&g["valid_lens"], &device).into())).unwrap();
-        assert_close(&format!("{backend} weights"), attended.attention_weights, &g["attention_weights"], ATOL, RTOL);
-        assert_close(&format!("{backend} output"), attended.output.clone(), &g["output"], ATOL, RTOL);
-        assert_close(&format!("{backend} closed form"), attended.output, &g["expected_closed_form"], 1e-5, 0.0);
+        let (q, k, v) = (
+            float::<3>(&g["queries"], &device),
+            float::<3>(&g["keys"], &device),
+            float::<3>(&g["values"], &device),
+        );
+        assert_close(
+            &format!("{backend} scores"),
+            attention.scores(q.clone(), k.clone()),
+            &g["scores_before_mask"],
+            ATOL,
+            RTOL,
+        );
+        let attended = attention
+            .forward(q, k, v, Some(int::<1>(&g["valid_lens"], &device).into()))
+            .unwrap();
+        assert_close(
+            &format!("{backend} weights"),
+            attended.attention_weights,
+            &g["attention_weights"],
+            ATOL,
+            RTOL,
+        );
+        assert_close(
+            &format!("{backend} output"),
+            attended.output.clone(),
+            &g["output"],
+            ATOL,
+            RTOL,
+        );
+        assert_close(
+            &format!("{backend} closed form"),
+            attended.output,
+            &g["expected_closed_form"],
+            1e-5,
+            0.0,
+        );
     }
 }
 
@@ -96,11 +150,35 @@ fn scaled_dot_product_attention_matches_pytorch() {
     let g = golden("case_d_dot_product_attention.json");
     for (backend, device) in devices() {
         let attention = DotProductAttentionConfig::new().with_dropout(0.1).init();
-        let (q, k, v) = (float::<3>(&g["queries"], &device), float::<3>(&g["keys"], &device), float::<3>(&g["values"], &device));
-        assert_close(&format!("{backend} scores"), attention.scores(q.clone(), k.clone()).unwrap(), &g["scores_before_mask"], ATOL, RTOL);
-        let attended = attention.forward(q, k, v, Some(int::<1>(&g["valid_lens"], &device).into())).unwrap();
-        assert_close(&format!("{backend} weights"), attended.attention_weights, &g["attention_weights"], ATOL, RTOL);
-        assert_close(&format!("{backend} output"), attended.output, &g["output"], ATOL, RTOL);
+        let (q, k, v) = (
+            float::<3>(&g["queries"], &device),
+            float::<3>(&g["keys"], &device),
+            float::<3>(&g["values"], &device),
+        );
+        assert_close(
+            &format!("{backend} scores"),
+            attention.scores(q.clone(), k.clone()).unwrap(),
+            &g["scores_before_mask"],
+            ATOL,
+            RTOL,
+        );
+        let attended = attention
+            .forward(q, k, v, Some(int::<1>(&g["valid_lens"], &device).into()))
+            .unwrap();
+        assert_close(
+            &format!("{backend} weights"),
+            attended.attention_weights,
+            &g["attention_weights"],
+            ATOL,
+            RTOL,
+        );
+        assert_close(
+            &format!("{backend} output"),
+            attended.output,
+            &g["output"],
+            ATOL,
+            RTOL,
+        );
     }
 }
 
@@ -108,7 +186,11 @@ fn scaled_dot_product_attention_matches_pytorch() {
 fn the_four_scoring_functions_match_pytorch() {
     let g = golden("case_h_scoring_functions.json");
     for (backend, device) in devices() {
-        let (q, k, v) = (float::<3>(&g["queries"], &device), float::<3>(&g["keys"], &device), float::<3>(&g["values"], &device));
+        let (q, k, v) = (
+            float::<3>(&g["queries"], &device),
+            float::<3>(&g["keys"], &device),
+            float::<3>(&g["values"], &device),
+        );
         let [_, _, d] = q.dims();
         let additive = AdditiveAttention {
             w_q: linear(&g["W_q"], &device),
@@ -118,7 +200,8 @@ fn the_four_scoring_functions_match_pytorch() {
         };
         let dot = DotProductAttentionConfig::new().with_scaled(false).init();
         let scaled = DotProductAttentionConfig::new().init();
-        let bilinear = bilinear_scores(q.clone(), k.clone(), float::<2>(&g["W_bilinear"], &device)).unwrap();
+        let bilinear =
+            bilinear_scores(q.clone(), k.clone(), float::<2>(&g["W_bilinear"], &device)).unwrap();
         let cases: [(&str, Tensor<3>); 4] = [
             ("additive", additive.scores(q.clone(), k.clone())),
             ("dot", dot.scores(q.clone(), k.clone()).unwrap()),
@@ -127,10 +210,29 @@ fn the_four_scoring_functions_match_pytorch() {
         ];
         for (name, scores) in cases {
             let want = &g["functions"][name];
-            assert_close(&format!("{backend} {name} scores"), scores.clone(), &want["scores_before_mask"], ATOL, RTOL);
-            let weights = masked_softmax(scores, Some(int::<1>(&g["valid_lens"], &device).into())).unwrap();
-            assert_close(&format!("{backend} {name} weights"), weights.clone(), &want["attention_weights"], ATOL, RTOL);
-            assert_close(&format!("{backend} {name} output"), weights.matmul(v.clone()), &want["output"], ATOL, RTOL);
+            assert_close(
+                &format!("{backend} {name} scores"),
+                scores.clone(),
+                &want["scores_before_mask"],
+                ATOL,
+                RTOL,
+            );
+            let weights =
+                masked_softmax(scores, Some(int::<1>(&g["valid_lens"], &device).into())).unwrap();
+            assert_close(
+                &format!("{backend} {name} weights"),
+                weights.clone(),
+                &want["attention_weights"],
+                ATOL,
+                RTOL,
+            );
+            assert_close(
+                &format!("{backend} {name} output"),
+                weights.matmul(v.clone()),
+                &want["output"],
+                ATOL,
+                RTOL,
+            );
         }
     }
 }
@@ -140,10 +242,20 @@ fn self_attention_loop_and_vectorised_match_pytorch() {
     let g = golden("case_i_self_attention.json");
     for (backend, device) in devices() {
         let x = float::<2>(&g["X"], &device);
-        let (wq, wk, wv) = (float::<2>(&g["W_Q"], &device), float::<2>(&g["W_K"], &device), float::<2>(&g["W_V"], &device));
+        let (wq, wk, wv) = (
+            float::<2>(&g["W_Q"], &device),
+            float::<2>(&g["W_K"], &device),
+            float::<2>(&g["W_V"], &device),
+        );
         let (h, a) = self_attention(&x, &wq, &wk, &wv);
         assert_close(&format!("{backend} H"), h, &g["H"], ATOL, RTOL);
         assert_close(&format!("{backend} A"), a, &g["A"], ATOL, RTOL);
-        assert_close(&format!("{backend} H by loop"), self_attention_loop(&x, &wq, &wk, &wv), &g["H"], ATOL, RTOL);
+        assert_close(
+            &format!("{backend} H by loop"),
+            self_attention_loop(&x, &wq, &wk, &wv),
+            &g["H"],
+            ATOL,
+            RTOL,
+        );
     }
 }

@@ -53,33 +53,89 @@ fn valid_lens_out_of_range_is_refused() {
     let device = Device::flex();
     let scores = randn([2, 2, 4], 0, &device);
     for (lens, bad, at) in [([2i64, 5], 5i64, 1), ([-1, 3], -1, 0)] {
-        let err = masked_softmax(scores.clone(), Some(Tensor::<1, Int>::from_ints(lens, &device).into())).unwrap_err();
-        assert_eq!(err, AttentionError::ValidLen { value: bad, index: vec![at], num_keys: 4 });
-        assert!(err.to_string().contains("`valid_lens`") && err.to_string().contains("0..=4"), "{err}");
+        let err = masked_softmax(
+            scores.clone(),
+            Some(Tensor::<1, Int>::from_ints(lens, &device).into()),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            AttentionError::ValidLen {
+                value: bad,
+                index: vec![at],
+                num_keys: 4
+            }
+        );
+        assert!(
+            err.to_string().contains("`valid_lens`") && err.to_string().contains("0..=4"),
+            "{err}"
+        );
     }
-    let err = masked_softmax(scores, Some(Tensor::<2, Int>::from_ints([[1, 2], [4, 7]], &device).into())).unwrap_err();
-    assert_eq!(err, AttentionError::ValidLen { value: 7, index: vec![1, 1], num_keys: 4 });
+    let err = masked_softmax(
+        scores,
+        Some(Tensor::<2, Int>::from_ints([[1, 2], [4, 7]], &device).into()),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        AttentionError::ValidLen {
+            value: 7,
+            index: vec![1, 1],
+            num_keys: 4
+        }
+    );
 }
 
 #[test]
 fn valid_lens_of_the_wrong_shape_is_refused() {
     let device = Device::flex();
     let scores = randn([2, 3, 4], 0, &device);
-    let err = masked_softmax(scores.clone(), Some(Tensor::<1, Int>::from_ints([1, 2, 3], &device).into())).unwrap_err();
-    assert_eq!(err.to_string(), "`valid_lens` has shape [3], expected (2,) or (2, 3)");
-    let err = masked_softmax(scores, Some(Tensor::<2, Int>::from_ints([[1, 2], [3, 4]], &device).into())).unwrap_err();
-    assert_eq!(err.to_string(), "`valid_lens` has shape [2, 2], expected (2,) or (2, 3)");
+    let err = masked_softmax(
+        scores.clone(),
+        Some(Tensor::<1, Int>::from_ints([1, 2, 3], &device).into()),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`valid_lens` has shape [3], expected (2,) or (2, 3)"
+    );
+    let err = masked_softmax(
+        scores,
+        Some(Tensor::<2, Int>::from_ints([[1, 2], [3, 4]], &device).into()),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`valid_lens` has shape [2, 2], expected (2,) or (2, 3)"
+    );
 }
 
 #[test]
 fn keys_and_values_of_different_counts_name_both_shapes() {
     let device = Device::flex();
     let attention = DotProductAttentionConfig::new().init();
-    let err = attention.forward(randn([2, 1, 3], 0, &device), randn([2, 10, 3], 1, &device), randn([2, 9, 4], 2, &device), None).unwrap_err();
+    let err = attention
+        .forward(
+            randn([2, 1, 3], 0, &device),
+            randn([2, 10, 3], 1, &device),
+            randn([2, 9, 4], 2, &device),
+            None,
+        )
+        .unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("`keys` [2, 10, 3]") && msg.contains("`values` [2, 9, 4]"), "{msg}");
+    assert!(
+        msg.contains("`keys` [2, 10, 3]") && msg.contains("`values` [2, 9, 4]"),
+        "{msg}"
+    );
     let additive = AdditiveAttentionConfig::new(3, 3, 4).init(&device);
-    let err = additive.forward(randn([2, 1, 3], 0, &device), randn([2, 10, 3], 1, &device), randn([2, 9, 4], 2, &device), None).unwrap_err();
+    let err = additive
+        .forward(
+            randn([2, 1, 3], 0, &device),
+            randn([2, 10, 3], 1, &device),
+            randn([2, 9, 4], 2, &device),
+            None,
+        )
+        .unwrap_err();
     assert!(err.to_string().contains("[2, 9, 4]"));
 }
 
@@ -87,25 +143,59 @@ fn keys_and_values_of_different_counts_name_both_shapes() {
 fn dot_product_needs_equal_query_and_key_sizes_and_names_both() {
     let device = Device::flex();
     let attention = DotProductAttentionConfig::new().init();
-    let err = attention.forward(randn([2, 1, 20], 0, &device), randn([2, 10, 2], 1, &device), randn([2, 10, 4], 2, &device), None).unwrap_err();
+    let err = attention
+        .forward(
+            randn([2, 1, 20], 0, &device),
+            randn([2, 10, 2], 1, &device),
+            randn([2, 10, 4], 2, &device),
+            None,
+        )
+        .unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("`queries` [2, 1, 20]") && msg.contains("`keys` [2, 10, 2]"), "{msg}");
+    assert!(
+        msg.contains("`queries` [2, 1, 20]") && msg.contains("`keys` [2, 10, 2]"),
+        "{msg}"
+    );
 }
 
 #[test]
 fn bilinear_scores_name_the_argument_that_does_not_fit() {
     let device = Device::flex();
     let w = randn([2, 3], 0, &device); // (key_size 2, query_size 3)
-    let err = bilinear_scores(randn([1, 1, 3], 1, &device), randn([3, 4, 2], 2, &device), w.clone()).unwrap_err();
+    let err = bilinear_scores(
+        randn([1, 1, 3], 1, &device),
+        randn([3, 4, 2], 2, &device),
+        w.clone(),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("batch sizes differ"), "{err}");
-    let err = bilinear_scores(randn([1, 1, 3], 1, &device), randn([1, 4, 5], 2, &device), w).unwrap_err();
-    assert!(err.to_string().starts_with("`w` [2, 3] and `keys` [1, 4, 5]"), "{err}");
+    let err = bilinear_scores(
+        randn([1, 1, 3], 1, &device),
+        randn([1, 4, 5], 2, &device),
+        w,
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("`w` [2, 3] and `keys` [1, 4, 5]"),
+        "{err}"
+    );
 }
 
 #[test]
 fn additive_attention_checks_the_configured_sizes() {
     let device = Device::flex();
     let attention = AdditiveAttentionConfig::new(2, 20, 8).init(&device);
-    let err = attention.forward(randn([2, 1, 19], 0, &device), randn([2, 10, 2], 1, &device), randn([2, 10, 4], 2, &device), None).unwrap_err();
-    assert_eq!(err.to_string(), "`queries` has shape [2, 1, 19], expected query_size 20");
+    let err = attention
+        .forward(
+            randn([2, 1, 19], 0, &device),
+            randn([2, 10, 2], 1, &device),
+            randn([2, 10, 4], 2, &device),
+            None,
+        )
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`queries` has shape [2, 1, 19], expected query_size 20"
+    );
 }

@@ -58,9 +58,15 @@ mod tests {
         assert_eq!(Cmap::Reds.color(1.0, 0.0, 1.0), RGBColor(0x67, 0x00, 0x0d));
         // matplotlib: Reds(0.5) = #fb6a4a, the middle class.
         assert_eq!(Cmap::Reds.color(0.5, 0.0, 1.0), RGBColor(0xfb, 0x6a, 0x4a));
-        assert_eq!(Cmap::Blues.color(5.0, 0.0, 10.0), RGBColor(0x6b, 0xae, 0xd6));
+        assert_eq!(
+            Cmap::Blues.color(5.0, 0.0, 10.0),
+            RGBColor(0x6b, 0xae, 0xd6)
+        );
         // Clamped outside the range.
-        assert_eq!(Cmap::Blues.color(-3.0, 0.0, 1.0), RGBColor(0xf7, 0xfb, 0xff));
+        assert_eq!(
+            Cmap::Blues.color(-3.0, 0.0, 1.0),
+            RGBColor(0xf7, 0xfb, 0xff)
+        );
     }
 
     #[test]

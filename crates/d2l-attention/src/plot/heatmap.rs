@@ -51,21 +51,33 @@ pub fn show_heatmaps(
     // ANCHOR_END: signature
     let [num_rows, num_cols, num_queries, num_keys] = matrices.dims();
     if num_rows * num_cols * num_queries * num_keys == 0 {
-        return Err(invalid("matrices", format!("shape {:?} has no entries", matrices.dims())));
+        return Err(invalid(
+            "matrices",
+            format!("shape {:?} has no entries", matrices.dims()),
+        ));
     }
     if let Some(t) = titles
         && t.len() != num_cols
     {
-        return Err(invalid("titles", format!("{} titles for {num_cols} grid columns", t.len())));
+        return Err(invalid(
+            "titles",
+            format!("{} titles for {num_cols} grid columns", t.len()),
+        ));
     }
     let (width, height) = pixels(figsize)?;
     let values = matrices
         .clone()
         .try_into_vec_as::<f64>()
-        .map_err(|e| PlotError::Read { arg: "matrices", reason: e.to_string() })?;
+        .map_err(|e| PlotError::Read {
+            arg: "matrices",
+            reason: e.to_string(),
+        })?;
     if let Some(i) = values.iter().position(|v| !v.is_finite()) {
         let idx = unravel(i, [num_rows, num_cols, num_queries, num_keys]);
-        return Err(invalid("matrices", format!("entry {idx:?} is {}", values[i])));
+        return Err(invalid(
+            "matrices",
+            format!("entry {idx:?} is {}", values[i]),
+        ));
     }
     let (vmin, vmax) = color_range(&values);
 
@@ -90,10 +102,19 @@ pub fn show_heatmaps(
                 ylabel: (j == 0).then_some(ylabel),
                 title: titles.map(|t| t[j]),
             };
-            draw_cell(cell, (num_queries, num_keys), side, matrix, &labels, (vmin, vmax), cmap)?;
+            draw_cell(
+                cell,
+                (num_queries, num_keys),
+                side,
+                matrix,
+                &labels,
+                (vmin, vmax),
+                cmap,
+            )?;
         }
         // matplotlib's `shrink=0.6`: 60 % of the height the matrices take.
-        let bar_height = (0.6 * side * (num_rows * num_queries) as f64).clamp(40.0, 0.9 * height as f64) as u32;
+        let bar_height =
+            (0.6 * side * (num_rows * num_queries) as f64).clamp(40.0, 0.9 * height as f64) as u32;
         draw_colorbar(&bar, height, bar_height, (vmin, vmax), cmap)?;
         root.present().map_err(draw_err)?;
     }
@@ -120,7 +141,11 @@ fn unravel(mut i: usize, dims: [usize; 4]) -> [usize; 4] {
 fn color_range(values: &[f64]) -> (f64, f64) {
     let vmin = values.iter().copied().fold(f64::INFINITY, f64::min);
     let vmax = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if vmax > vmin { (vmin, vmax) } else { (vmin - 0.5, vmax + 0.5) }
+    if vmax > vmin {
+        (vmin, vmax)
+    } else {
+        (vmin - 0.5, vmax + 0.5)
+    }
 }
 
 fn draw_cell<DB: DrawingBackend>(
@@ -134,7 +159,11 @@ fn draw_cell<DB: DrawingBackend>(
 ) -> Result<(), PlotError> {
     let x_area = if labels.xlabel.is_some() { X_AREA } else { 22 };
     let y_area = if labels.ylabel.is_some() { Y_AREA } else { 28 };
-    let title_area = if labels.title.is_some() { TITLE_AREA } else { 0 };
+    let title_area = if labels.title.is_some() {
+        TITLE_AREA
+    } else {
+        0
+    };
     // Square cells: shrink the plotting area to num_keys × num_queries squares.
     let (w, h) = area.dim_in_pixel();
     let free_w = w.saturating_sub(y_area + 2 * MARGIN) as f64;
@@ -156,7 +185,9 @@ fn draw_cell<DB: DrawingBackend>(
     let x_range = IndexAxis::new(nk, false);
     // Query 0 at the top, as in an image.
     let y_range = IndexAxis::new(nq, true);
-    let mut chart = builder.build_cartesian_2d(x_range, y_range).map_err(draw_err)?;
+    let mut chart = builder
+        .build_cartesian_2d(x_range, y_range)
+        .map_err(draw_err)?;
     chart
         .draw_series(matrix.iter().enumerate().map(|(idx, &v)| {
             let (q, k) = ((idx / nk) as f64, (idx % nk) as f64);
@@ -227,7 +258,9 @@ fn draw_colorbar<DB: DrawingBackend>(
     cmap: Cmap,
 ) -> Result<(), PlotError> {
     const STEPS: usize = 64;
-    let bar = area.clone().shrink((0, (height - bar_height) / 2), (COLORBAR_WIDTH, bar_height));
+    let bar = area
+        .clone()
+        .shrink((0, (height - bar_height) / 2), (COLORBAR_WIDTH, bar_height));
     let mut chart = ChartBuilder::on(&bar)
         .margin_left(8)
         .margin_right(4)
@@ -265,38 +298,73 @@ mod tests {
     }
 
     fn err(m: &Tensor<4>, titles: Option<&[&str]>) -> String {
-        show_heatmaps(m, "Keys", "Queries", titles, (2.5, 2.5), Cmap::Reds).unwrap_err().to_string()
+        show_heatmaps(m, "Keys", "Queries", titles, (2.5, 2.5), Cmap::Reds)
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
     fn empty_matrices_are_refused_by_name() {
-        assert_eq!(err(&matrices(vec![], [1, 1, 0, 3]), None), "invalid `matrices`: shape [1, 1, 0, 3] has no entries");
+        assert_eq!(
+            err(&matrices(vec![], [1, 1, 0, 3]), None),
+            "invalid `matrices`: shape [1, 1, 0, 3] has no entries"
+        );
     }
 
     #[test]
     fn a_nan_is_refused_with_its_position() {
         let mut v = vec![0.5; 2 * 2 * 3];
         v[7] = f32::NAN;
-        assert_eq!(err(&matrices(v, [1, 2, 2, 3]), None), "invalid `matrices`: entry [0, 1, 0, 1] is NaN");
+        assert_eq!(
+            err(&matrices(v, [1, 2, 2, 3]), None),
+            "invalid `matrices`: entry [0, 1, 0, 1] is NaN"
+        );
     }
 
     #[test]
     fn titles_must_match_the_columns() {
         let m = matrices(vec![0.5; 2 * 4], [1, 2, 2, 2]);
-        assert_eq!(err(&m, Some(&["only one"])), "invalid `titles`: 1 titles for 2 grid columns");
+        assert_eq!(
+            err(&m, Some(&["only one"])),
+            "invalid `titles`: 1 titles for 2 grid columns"
+        );
         assert!(show_heatmaps(&m, "k", "q", Some(&["a", "b"]), (5.0, 2.5), Cmap::Blues).is_ok());
     }
 
     #[test]
     fn same_input_same_bytes_and_a_constant_matrix_is_drawn() {
         let m = matrices((0..12).map(|i| i as f32).collect(), [1, 2, 2, 3]);
-        let a = show_heatmaps(&m, "Keys", "Queries", Some(&["x", "y"]), (5.0, 2.5), Cmap::Blues).unwrap();
-        let b = show_heatmaps(&m, "Keys", "Queries", Some(&["x", "y"]), (5.0, 2.5), Cmap::Blues).unwrap();
+        let a = show_heatmaps(
+            &m,
+            "Keys",
+            "Queries",
+            Some(&["x", "y"]),
+            (5.0, 2.5),
+            Cmap::Blues,
+        )
+        .unwrap();
+        let b = show_heatmaps(
+            &m,
+            "Keys",
+            "Queries",
+            Some(&["x", "y"]),
+            (5.0, 2.5),
+            Cmap::Blues,
+        )
+        .unwrap();
         assert_eq!(a, b);
         // Blues at the smallest and largest entry.
         assert_eq!(a.as_str().matches("fill=\"#F7FBFF\"").count(), 1);
         assert_eq!(a.as_str().matches("fill=\"#08306B\"").count(), 1);
-        let constant = show_heatmaps(&matrices(vec![2.0; 4], [1, 1, 2, 2]), "k", "q", None, (2.5, 2.5), Cmap::Reds).unwrap();
+        let constant = show_heatmaps(
+            &matrices(vec![2.0; 4], [1, 1, 2, 2]),
+            "k",
+            "q",
+            None,
+            (2.5, 2.5),
+            Cmap::Reds,
+        )
+        .unwrap();
         // The middle of Reds (#fb6a4a) for all four cells.
         assert_eq!(constant.as_str().matches("fill=\"#FB6A4A\"").count(), 4);
     }

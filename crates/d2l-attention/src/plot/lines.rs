@@ -36,7 +36,14 @@ pub struct Series {
 
 impl Series {
     fn new(x: &[f64], y: &[f64], mark: Mark) -> Self {
-        Series { x: x.to_vec(), y: y.to_vec(), mark, label: None, color: None, alpha: 1.0 }
+        Series {
+            x: x.to_vec(),
+            y: y.to_vec(),
+            mark,
+            label: None,
+            color: None,
+            alpha: 1.0,
+        }
     }
 
     /// A line through the points `(x[i], y[i])`. Lines without an explicit
@@ -92,7 +99,13 @@ pub struct Axes {
 impl Axes {
     /// Axes with these labels.
     pub fn new(xlabel: &str, ylabel: &str) -> Self {
-        Axes { xlabel: xlabel.into(), ylabel: ylabel.into(), xlim: None, ylim: None, figsize: (3.5, 2.5) }
+        Axes {
+            xlabel: xlabel.into(),
+            ylabel: ylabel.into(),
+            xlim: None,
+            ylim: None,
+            figsize: (3.5, 2.5),
+        }
     }
 
     /// The x range shown (default: the data's range).
@@ -135,7 +148,13 @@ const POINTS_COLOR: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
 pub fn plot(series: &[Series], axes: &Axes) -> Result<Svg, PlotError> {
     check_series(series)?;
     let (width, height) = pixels(axes.figsize).map_err(|_| {
-        invalid("axes", format!("figsize {:?} inches; each side must be in 0.5..=40", axes.figsize))
+        invalid(
+            "axes",
+            format!(
+                "figsize {:?} inches; each side must be in 0.5..=40",
+                axes.figsize
+            ),
+        )
     })?;
     let xs = series.iter().flat_map(|s| s.x.iter().copied());
     let ys = series.iter().flat_map(|s| s.y.iter().copied());
@@ -174,9 +193,12 @@ pub fn plot(series: &[Series], axes: &Axes) -> Result<Svg, PlotError> {
             match &s.mark {
                 Mark::Points => {
                     let style = s.color.unwrap_or(POINTS_COLOR).mix(s.alpha).filled();
-                    let anno = chart.draw_series(points.map(|p| Circle::new(p, 3, style))).map_err(draw_err)?;
+                    let anno = chart
+                        .draw_series(points.map(|p| Circle::new(p, 3, style)))
+                        .map_err(draw_err)?;
                     if let Some(label) = label {
-                        anno.label(label).legend(move |(x, y)| Circle::new((x + 10, y), 3, style));
+                        anno.label(label)
+                            .legend(move |(x, y)| Circle::new((x + 10, y), 3, style));
                     }
                 }
                 Mark::Line(style) => {
@@ -185,13 +207,20 @@ pub fn plot(series: &[Series], axes: &Axes) -> Result<Svg, PlotError> {
                     let stroke = s.color.unwrap_or(cycle_color).mix(s.alpha).stroke_width(2);
                     let anno = match style.unwrap_or(cycle_style) {
                         LineStyle::Solid => chart.draw_series(LineSeries::new(points, stroke)),
-                        LineStyle::Dashed => chart.draw_series(DashedLineSeries::new(points, 7, 4, stroke)),
-                        LineStyle::DashDot => chart.draw_series(DashedLineSeries::new(points, 4, 3, stroke)),
-                        LineStyle::Dotted => chart.draw_series(DashedLineSeries::new(points, 2, 3, stroke)),
+                        LineStyle::Dashed => {
+                            chart.draw_series(DashedLineSeries::new(points, 7, 4, stroke))
+                        }
+                        LineStyle::DashDot => {
+                            chart.draw_series(DashedLineSeries::new(points, 4, 3, stroke))
+                        }
+                        LineStyle::Dotted => {
+                            chart.draw_series(DashedLineSeries::new(points, 2, 3, stroke))
+                        }
                     }
                     .map_err(draw_err)?;
                     if let Some(label) = label {
-                        anno.label(label).legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], stroke));
+                        anno.label(label)
+                            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], stroke));
                     }
                 }
             }
@@ -218,7 +247,11 @@ fn check_series(series: &[Series]) -> Result<(), PlotError> {
     for (i, s) in series.iter().enumerate() {
         let bad = |reason: String| invalid("series", format!("series[{i}] {reason}"));
         if s.x.is_empty() || s.x.len() != s.y.len() {
-            return Err(bad(format!("has {} x and {} y values", s.x.len(), s.y.len())));
+            return Err(bad(format!(
+                "has {} x and {} y values",
+                s.x.len(),
+                s.y.len()
+            )));
         }
         if let Some(j) = (0..s.x.len()).find(|&j| !s.x[j].is_finite() || !s.y[j].is_finite()) {
             return Err(bad(format!("point {j} is ({}, {})", s.x[j], s.y[j])));
@@ -232,14 +265,23 @@ fn check_series(series: &[Series]) -> Result<(), PlotError> {
 
 /// The axis range: the given limits, or the data's range widened by
 /// `pad` of its width on each side (a unit range around a constant).
-fn limits(given: Option<(f64, f64)>, data: impl Iterator<Item = f64>, pad: f64) -> Result<(f64, f64), PlotError> {
+fn limits(
+    given: Option<(f64, f64)>,
+    data: impl Iterator<Item = f64>,
+    pad: f64,
+) -> Result<(f64, f64), PlotError> {
     if let Some((lo, hi)) = given {
         if !(lo.is_finite() && hi.is_finite() && lo < hi) {
-            return Err(invalid("axes", format!("limits ({lo}, {hi}) must be finite with lo < hi")));
+            return Err(invalid(
+                "axes",
+                format!("limits ({lo}, {hi}) must be finite with lo < hi"),
+            ));
         }
         return Ok((lo, hi));
     }
-    let (lo, hi) = data.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+    let (lo, hi) = data.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
     if hi > lo {
         let p = (hi - lo) * pad;
         Ok((lo - p, hi + p))
@@ -265,10 +307,16 @@ mod tests {
             Series::points(&x, &[0.2, 0.8, 4.2]).alpha(0.5),
         ];
         let svg = plot(&series, &axes().xlim(0.0, 5.0).ylim(-1.0, 5.0)).unwrap();
-        assert_eq!(svg, plot(&series, &axes().xlim(0.0, 5.0).ylim(-1.0, 5.0)).unwrap());
+        assert_eq!(
+            svg,
+            plot(&series, &axes().xlim(0.0, 5.0).ylim(-1.0, 5.0)).unwrap()
+        );
         let text = svg.as_str();
         for label in ["Truth", "Pred", "x", "y", "5", "4"] {
-            assert!(text.contains(&format!(">\n{label}\n</text>")), "{label} missing");
+            assert!(
+                text.contains(&format!(">\n{label}\n</text>")),
+                "{label} missing"
+            );
         }
         // The first line is matplotlib blue, the second dashed magenta; the
         // three points (plus the legend's) are translucent orange.
@@ -282,10 +330,22 @@ mod tests {
     fn bad_series_are_refused_by_name() {
         let cases: [(Vec<Series>, &str); 5] = [
             (vec![], "invalid `series`: no series to draw"),
-            (vec![Series::line(&[0.0, 1.0], &[1.0])], "invalid `series`: series[0] has 2 x and 1 y values"),
-            (vec![Series::line(&[0.0], &[1.0]), Series::line(&[], &[])], "invalid `series`: series[1] has 0 x and 0 y values"),
-            (vec![Series::points(&[0.0, 1.0], &[1.0, f64::NAN])], "invalid `series`: series[0] point 1 is (1, NaN)"),
-            (vec![Series::points(&[0.0], &[1.0]).alpha(2.0)], "invalid `series`: series[0] has alpha 2; it must be in 0..=1"),
+            (
+                vec![Series::line(&[0.0, 1.0], &[1.0])],
+                "invalid `series`: series[0] has 2 x and 1 y values",
+            ),
+            (
+                vec![Series::line(&[0.0], &[1.0]), Series::line(&[], &[])],
+                "invalid `series`: series[1] has 0 x and 0 y values",
+            ),
+            (
+                vec![Series::points(&[0.0, 1.0], &[1.0, f64::NAN])],
+                "invalid `series`: series[0] point 1 is (1, NaN)",
+            ),
+            (
+                vec![Series::points(&[0.0], &[1.0]).alpha(2.0)],
+                "invalid `series`: series[0] has alpha 2; it must be in 0..=1",
+            ),
         ];
         for (series, message) in cases {
             assert_eq!(plot(&series, &axes()).unwrap_err().to_string(), message);
@@ -295,14 +355,30 @@ mod tests {
     #[test]
     fn bad_limits_and_sizes_are_refused() {
         let s = [Series::line(&[0.0, 1.0], &[0.0, 1.0])];
-        assert!(plot(&s, &axes().xlim(1.0, 1.0)).unwrap_err().to_string().starts_with("invalid `axes`: limits (1, 1)"));
-        assert!(plot(&s, &axes().figsize(0.1, 2.0)).unwrap_err().to_string().starts_with("invalid `axes`: figsize"));
+        assert!(
+            plot(&s, &axes().xlim(1.0, 1.0))
+                .unwrap_err()
+                .to_string()
+                .starts_with("invalid `axes`: limits (1, 1)")
+        );
+        assert!(
+            plot(&s, &axes().figsize(0.1, 2.0))
+                .unwrap_err()
+                .to_string()
+                .starts_with("invalid `axes`: figsize")
+        );
     }
 
     #[test]
     fn limits_fit_the_data_with_a_margin() {
-        assert_eq!(limits(None, [0.0, 10.0].into_iter(), 0.05).unwrap(), (-0.5, 10.5));
+        assert_eq!(
+            limits(None, [0.0, 10.0].into_iter(), 0.05).unwrap(),
+            (-0.5, 10.5)
+        );
         assert_eq!(limits(None, [3.0].into_iter(), 0.05).unwrap(), (2.5, 3.5));
-        assert_eq!(limits(Some((0.0, 5.0)), [9.0].into_iter(), 0.05).unwrap(), (0.0, 5.0));
+        assert_eq!(
+            limits(Some((0.0, 5.0)), [9.0].into_iter(), 0.05).unwrap(),
+            (0.0, 5.0)
+        );
     }
 }

@@ -54,7 +54,10 @@ pub enum PlotError {
 }
 
 fn invalid(arg: &'static str, reason: impl Into<String>) -> PlotError {
-    PlotError::InvalidArgument { arg, reason: reason.into() }
+    PlotError::InvalidArgument {
+        arg,
+        reason: reason.into(),
+    }
 }
 
 fn draw_err<E: std::fmt::Debug>(e: E) -> PlotError {
@@ -86,9 +89,15 @@ impl Svg {
 fn pixels(figsize: (f64, f64)) -> Result<(u32, u32), PlotError> {
     let ok = |v: f64| v.is_finite() && (0.5..=40.0).contains(&v);
     if !ok(figsize.0) || !ok(figsize.1) {
-        return Err(invalid("figsize", format!("{figsize:?} inches; each side must be in 0.5..=40")));
+        return Err(invalid(
+            "figsize",
+            format!("{figsize:?} inches; each side must be in 0.5..=40"),
+        ));
     }
-    Ok(((figsize.0 * PX_PER_INCH).round() as u32, (figsize.1 * PX_PER_INCH).round() as u32))
+    Ok((
+        (figsize.0 * PX_PER_INCH).round() as u32,
+        (figsize.1 * PX_PER_INCH).round() as u32,
+    ))
 }
 
 /// Tick positions 0, step, 2·step, … below `n`, with a step of 1, 2 or 5 ×
@@ -109,7 +118,11 @@ fn integer_ticks(n: usize) -> Vec<f64> {
 fn tick_label(v: f64) -> String {
     let s = format!("{v:.4}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" { "0".to_owned() } else { s.to_owned() }
+    if s == "-0" {
+        "0".to_owned()
+    } else {
+        s.to_owned()
+    }
 }
 
 #[cfg(test)]
@@ -147,7 +160,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let blocker = dir.path().join("figures");
         std::fs::write(&blocker, "a file where a folder should be").unwrap();
-        let err = Svg("<svg/>".into()).save(blocker.join("x.svg")).unwrap_err();
+        let err = Svg("<svg/>".into())
+            .save(blocker.join("x.svg"))
+            .unwrap_err();
         assert!(err.to_string().contains("figures/x.svg"), "{err}");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }

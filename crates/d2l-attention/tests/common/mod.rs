@@ -8,15 +8,30 @@ use serde_json::Value;
 
 /// A reference file, parsed.
 pub fn golden(name: &str) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/golden")
+        .join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap()
 }
 
 /// A stored tensor's shape and values.
 pub fn array(v: &Value) -> (Vec<usize>, Vec<f64>) {
-    let shape = v["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
-    let data = v["data"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap_or_else(|| if x.as_bool().unwrap() { 1.0 } else { 0.0 })).collect();
+    let shape = v["shape"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_u64().unwrap() as usize)
+        .collect();
+    let data = v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            x.as_f64()
+                .unwrap_or_else(|| if x.as_bool().unwrap() { 1.0 } else { 0.0 })
+        })
+        .collect();
     (shape, data)
 }
 
@@ -36,14 +51,23 @@ pub fn int<const D: usize>(v: &Value, device: &Device) -> Tensor<D, Int> {
 
 /// Asserts `|actual − expected| ≤ atol + rtol·|expected|` everywhere and
 /// returns the largest absolute deviation.
-pub fn assert_close<const D: usize>(what: &str, actual: Tensor<D>, expected: &Value, atol: f64, rtol: f64) -> f64 {
+pub fn assert_close<const D: usize>(
+    what: &str,
+    actual: Tensor<D>,
+    expected: &Value,
+    atol: f64,
+    rtol: f64,
+) -> f64 {
     let (shape, want) = array(expected);
     assert_eq!(actual.dims().to_vec(), shape, "{what}: shape");
     let got = actual.try_into_vec_as::<f64>().unwrap();
     let mut worst = 0.0f64;
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         let dev = (g - w).abs();
-        assert!(dev <= atol + rtol * w.abs(), "{what}[{i}]: got {g}, PyTorch {w} (off by {dev:e})");
+        assert!(
+            dev <= atol + rtol * w.abs(),
+            "{what}[{i}]: got {g}, PyTorch {w} (off by {dev:e})"
+        );
         worst = worst.max(dev);
     }
     worst
