@@ -61,6 +61,24 @@ pub enum AttentionError {
     },
 }
 
+impl AttentionError {
+    fn mismatch(
+        a: &'static str,
+        a_shape: Vec<usize>,
+        b: &'static str,
+        b_shape: Vec<usize>,
+        why: &'static str,
+    ) -> Self {
+        AttentionError::Mismatch {
+            a,
+            a_shape,
+            b,
+            b_shape,
+            why,
+        }
+    }
+}
+
 /// How many keys each query may attend to: the first `valid_len` keys count,
 /// the rest (padding) get weight exactly 0.
 #[derive(Clone, Debug)]
@@ -212,13 +230,13 @@ fn check_qkv(
     check_rank3("keys", k, q[0])?;
     check_rank3("values", v, q[0])?;
     if k[1] != v[1] {
-        return Err(AttentionError::Mismatch {
-            a: "keys",
-            a_shape: k.to_vec(),
-            b: "values",
-            b_shape: v.to_vec(),
-            why: "one value is needed per key (dimension 1)",
-        });
+        return Err(AttentionError::mismatch(
+            "keys",
+            k.to_vec(),
+            "values",
+            v.to_vec(),
+            "one value is needed per key (dimension 1)",
+        ));
     }
     Ok(())
 }
@@ -375,13 +393,13 @@ impl DotProductAttention {
             } else {
                 "a dot product needs queries and keys of one size (dimension 2)"
             };
-            return Err(AttentionError::Mismatch {
-                a: "queries",
-                a_shape: q.to_vec(),
-                b: "keys",
-                b_shape: k.to_vec(),
+            return Err(AttentionError::mismatch(
+                "queries",
+                q.to_vec(),
+                "keys",
+                k.to_vec(),
                 why,
-            });
+            ));
         }
         let scores = queries.matmul(keys.swap_dims(1, 2));
         Ok(if self.scaled {
@@ -426,31 +444,31 @@ pub fn bilinear_scores(
 ) -> Result<Tensor<3>, AttentionError> {
     let (q, k, wd) = (queries.dims(), keys.dims(), w.dims());
     if q[0] != k[0] {
-        return Err(AttentionError::Mismatch {
-            a: "queries",
-            a_shape: q.to_vec(),
-            b: "keys",
-            b_shape: k.to_vec(),
-            why: "batch sizes differ",
-        });
+        return Err(AttentionError::mismatch(
+            "queries",
+            q.to_vec(),
+            "keys",
+            k.to_vec(),
+            "batch sizes differ",
+        ));
     }
     if wd[1] != q[2] {
-        return Err(AttentionError::Mismatch {
-            a: "w",
-            a_shape: wd.to_vec(),
-            b: "queries",
-            b_shape: q.to_vec(),
-            why: "w must be (key_size, query_size)",
-        });
+        return Err(AttentionError::mismatch(
+            "w",
+            wd.to_vec(),
+            "queries",
+            q.to_vec(),
+            "w must be (key_size, query_size)",
+        ));
     }
     if wd[0] != k[2] {
-        return Err(AttentionError::Mismatch {
-            a: "w",
-            a_shape: wd.to_vec(),
-            b: "keys",
-            b_shape: k.to_vec(),
-            why: "w must be (key_size, query_size)",
-        });
+        return Err(AttentionError::mismatch(
+            "w",
+            wd.to_vec(),
+            "keys",
+            k.to_vec(),
+            "w must be (key_size, query_size)",
+        ));
     }
     let projected = queries.matmul(w.transpose().unsqueeze_dim::<3>(0)); // (b, q, key_size)
     Ok(projected.matmul(keys.swap_dims(1, 2)))
@@ -729,9 +747,7 @@ mod tests {
     use crate::Backend;
 
     fn run(name: &str, device: &Device) -> Output {
-        LISTINGS
-            .iter()
-            .find(|l| l.name == name)
+        crate::listing::by_name(name)
             .unwrap()
             .execute(device)
             .unwrap()

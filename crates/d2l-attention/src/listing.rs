@@ -62,6 +62,11 @@ pub fn all() -> Vec<Listing> {
     .concat()
 }
 
+/// The listing called `name`, if the book has one.
+pub fn by_name(name: &str) -> Option<Listing> {
+    all().into_iter().find(|l| l.name == name)
+}
+
 impl Listing {
     /// A listing that `cargo test` runs again (see [`Listing::rerun_in_tests`]).
     pub const fn new(name: &'static str, sources: &'static [&'static str], run: RunFn) -> Self {

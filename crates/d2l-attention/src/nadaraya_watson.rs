@@ -738,9 +738,7 @@ mod tests {
     use crate::Backend;
 
     fn run(name: &str, device: &Device) -> Output {
-        LISTINGS
-            .iter()
-            .find(|l| l.name == name)
+        crate::listing::by_name(name)
             .unwrap()
             .execute(device)
             .unwrap()

@@ -4,20 +4,12 @@
 mod common;
 
 use burn::tensor::{Device, Tensor};
-use common::{array, assert_close, float, golden};
-use d2l_attention::Backend;
+use common::{array, assert_close, devices, float, golden};
 use d2l_attention::nadaraya_watson::*;
 
 // The training loop amplifies rounding differences: the README's bound for case g.
 const ATOL: f64 = 1e-4;
 const RTOL: f64 = 1e-5;
-
-fn devices() -> Vec<(Backend, Device)> {
-    Backend::compiled_cpu_backends()
-        .into_iter()
-        .map(|b| (b, b.device().unwrap()))
-        .collect()
-}
 
 #[test]
 fn nonparametric_pooling_matches_pytorch() {

@@ -6,7 +6,7 @@ mod common;
 use burn::module::Param;
 use burn::nn::Linear;
 use burn::tensor::{Device, Tensor};
-use common::{float, golden, int};
+use common::{devices, float, golden, int};
 
 /// `common::assert_close`, also printing the deviation (`--nocapture` shows it).
 fn assert_close<const D: usize>(
@@ -20,18 +20,10 @@ fn assert_close<const D: usize>(
     eprintln!("{what}: max deviation from PyTorch {worst:.1e}");
     worst
 }
-use d2l_attention::Backend;
 use d2l_attention::attention_scoring::*;
 
 const ATOL: f64 = 1e-5;
 const RTOL: f64 = 1e-5;
-
-fn devices() -> Vec<(Backend, Device)> {
-    Backend::compiled_cpu_backends()
-        .into_iter()
-        .map(|b| (b, b.device().unwrap()))
-        .collect()
-}
 
 /// A bias-free burn Linear from a PyTorch weight (out, in): burn stores Wᵀ.
 fn linear(w: &serde_json::Value, device: &Device) -> Linear {

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use burn::tensor::{Device, Int, Shape, Tensor, TensorData};
+use d2l_attention::Backend;
 use serde_json::Value;
 
 /// A reference file, parsed.
@@ -71,4 +72,12 @@ pub fn assert_close<const D: usize>(
         worst = worst.max(dev);
     }
     worst
+}
+
+/// Every CPU backend of this build, with its device.
+pub fn devices() -> Vec<(Backend, Device)> {
+    Backend::compiled_cpu_backends()
+        .into_iter()
+        .map(|b| (b, b.device().unwrap()))
+        .collect()
 }
