@@ -403,6 +403,135 @@ def case_h():
         "f32_vs_f64_max_abs_diff": drift,
     })
 
+# ------------------------------------------------------------------ case j
+class Seq2SeqEncoder(nn.Module):
+    """d2l zh 9.7's encoder: Embedding, then a multi-layer GRU (time first)."""
+
+    def __init__(self, vocab_size, embed_size, num_hiddens, num_layers):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.rnn = nn.GRU(embed_size, num_hiddens, num_layers)
+
+    def forward(self, X):
+        return self.rnn(self.embedding(X).permute(1, 0, 2))
+
+
+class AdditiveAttention(nn.Module):
+    def __init__(self, num_hiddens):
+        super().__init__()
+        self.W_k = nn.Linear(num_hiddens, num_hiddens, bias=False)
+        self.W_q = nn.Linear(num_hiddens, num_hiddens, bias=False)
+        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
+
+    def forward(self, queries, keys, values, valid_lens):
+        scores = additive_scores(queries, keys, self.W_q.weight, self.W_k.weight, self.w_v.weight)
+        self.attention_weights = masked_softmax(scores, valid_lens)
+        return torch.bmm(self.attention_weights, values)
+
+
+class Seq2SeqAttentionDecoder(nn.Module):
+    """The decoder of seed notebook 000, In[27] (d2l zh 10.4.2), without dropout."""
+
+    def __init__(self, vocab_size, embed_size, num_hiddens, num_layers):
+        super().__init__()
+        self.attention = AdditiveAttention(num_hiddens)
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers)
+        self.dense = nn.Linear(num_hiddens, vocab_size)
+
+    def forward(self, X, enc_outputs, hidden_state, enc_valid_lens):
+        enc_outputs = enc_outputs.permute(1, 0, 2)
+        outputs, weights = [], []
+        for x in self.embedding(X).permute(1, 0, 2):
+            query = torch.unsqueeze(hidden_state[-1], dim=1)
+            context = self.attention(query, enc_outputs, enc_outputs, enc_valid_lens)
+            x = torch.cat((context, torch.unsqueeze(x, dim=1)), dim=-1)
+            out, hidden_state = self.rnn(x.permute(1, 0, 2), hidden_state)
+            outputs.append(out)
+            weights.append(self.attention.attention_weights)
+        outputs = self.dense(torch.cat(outputs, dim=0))
+        return outputs.permute(1, 0, 2), hidden_state, torch.cat(weights, dim=1)
+
+
+def masked_ce_loss(pred, label, valid_len):
+    """d2l zh 9.7's MaskedSoftmaxCELoss: per sequence, mean over num_steps."""
+    weights = sequence_mask(torch.ones_like(label, dtype=pred.dtype), valid_len)
+    unweighted = nn.functional.cross_entropy(pred.permute(0, 2, 1), label, reduction="none")
+    return (unweighted * weights).mean(dim=1)
+
+
+def case_j():
+    torch.manual_seed(13)
+    src_vocab, tgt_vocab, embed, hidden, layers = 7, 8, 5, 6, 2
+    encoder = Seq2SeqEncoder(src_vocab, embed, hidden, layers)
+    decoder = Seq2SeqAttentionDecoder(tgt_vocab, embed, hidden, layers)
+    for m in list(encoder.modules()) + list(decoder.modules()):  # d2l's xavier_init_weights
+        if isinstance(m, nn.Linear):
+            nn.init.xavier_uniform_(m.weight)
+        if isinstance(m, nn.GRU):
+            for name in m._flat_weights_names:
+                if "weight" in name:
+                    nn.init.xavier_uniform_(m._parameters[name])
+    enc_X = torch.tensor([[1, 2, 3, 2], [4, 5, 2, 6], [6, 1, 0, 0]])
+    enc_valid_lens = torch.tensor([4, 2, 1])
+    Y = torch.tensor([[3, 4, 5, 6, 2], [7, 3, 2, 0, 0], [5, 2, 0, 0, 0]])
+    Y_valid_len = torch.tensor([5, 3, 2])
+    bos = 1
+    dec_X = torch.cat([torch.full((3, 1), bos), Y[:, :-1]], 1)
+    params = {
+        "encoder.embedding": encoder.embedding.weight,
+        "decoder.embedding": decoder.embedding.weight,
+        "decoder.attention.W_k": decoder.attention.W_k.weight,
+        "decoder.attention.W_q": decoder.attention.W_q.weight,
+        "decoder.attention.w_v": decoder.attention.w_v.weight,
+        "decoder.dense.weight": decoder.dense.weight,
+        "decoder.dense.bias": decoder.dense.bias,
+    }
+    for part, rnn in (("encoder", encoder.rnn), ("decoder", decoder.rnn)):
+        for name in rnn._flat_weights_names:
+            params[f"{part}.rnn.{name}"] = rnn._parameters[name]
+    initial = {k: t(v) for k, v in params.items()}
+
+    def run(dt):
+        enc, dec = encoder.to(dt), decoder.to(dt)
+        enc_outputs, state = enc(enc_X)
+        out, hidden_state, weights = dec(dec_X, enc_outputs, state, enc_valid_lens)
+        loss = masked_ce_loss(out, Y, Y_valid_len)
+        return enc_outputs.permute(1, 0, 2), out, hidden_state, weights, loss
+
+    r32 = [x.detach() for x in run(torch.float32)]
+    enc_outputs, out, hidden_state, weights, loss = run(F64)
+    drift = max(maxdiff(a, b) for a, b in zip(r32, (enc_outputs, out, hidden_state, weights, loss)))
+    # One training step as d2l's train_seq2seq: backward of the summed loss,
+    # clipping to a global norm of 1, Adam (lr 0.005, eps 1e-8).
+    loss.sum().backward()
+    all_params = list(encoder.parameters()) + list(decoder.parameters())
+    grad_norm = torch.sqrt(sum((p.grad ** 2).sum() for p in all_params)).item()
+    torch.nn.utils.clip_grad_norm_(all_params, 1.0)
+    optimizer = torch.optim.Adam(all_params, lr=0.005, eps=1e-8)
+    optimizer.step()
+    with torch.no_grad():
+        _, out_after, _, _, loss_after = run(F64)
+    write("case_j_seq2seq_attention.json", {
+        "description": (
+            "d2l's Seq2SeqEncoder and the seed's Seq2SeqAttentionDecoder (2-layer GRUs, no "
+            "dropout, d2l's Xavier init) after torch.manual_seed(13): src vocab 7, tgt vocab 8, "
+            "embed 5, hidden 6. params: torch layouts (GRU weight_ih_l{k} is (3h, in), gates r, "
+            "z, n; Linear (out, in)). enc_X (3,4), enc_valid_lens, Y (3,5), Y_valid_len; the "
+            "decoder reads dec_X = [<bos>=1, Y[:, :-1]] (teacher forcing). Outputs: enc_outputs "
+            "(3,4,6), dec_output (3,5,8), hidden_state (2,3,6), attention_weights (3,5,4), loss "
+            "(3,) = MaskedSoftmaxCELoss (mean over num_steps). Then loss.sum().backward(): "
+            "grad_norm is the global gradient norm before clipping to 1; one Adam step (lr 0.005, "
+            "eps 1e-8) gives loss_after (3,) on the same batch."),
+        "params": initial,
+        "enc_X": t(enc_X), "enc_valid_lens": t(enc_valid_lens), "dec_X": t(dec_X),
+        "Y": t(Y), "Y_valid_len": t(Y_valid_len),
+        "enc_outputs": t(enc_outputs), "dec_output": t(out), "hidden_state": t(hidden_state),
+        "attention_weights": t(weights), "loss": t(loss),
+        "grad_norm": grad_norm, "loss_after": t(loss_after),
+        "f32_vs_f64_max_abs_diff": drift,
+    })
+
 
 # ------------------------------------------------------------------ case i
 def case_i():
@@ -484,5 +613,5 @@ def cross_check():
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
-    case_a(); case_b(); case_d(); case_f(); case_g(); case_h(); case_i()
+    case_a(); case_b(); case_d(); case_f(); case_g(); case_h(); case_i(); case_j()
     cross_check()

@@ -89,6 +89,20 @@ impl fmt::Display for Backend {
 }
 
 impl Backend {
+    /// The backend that `device` (with or without autodiff) computes on,
+    /// when it is a CPU backend of this build (see
+    /// [`Backend::compiled_cpu_backends`]).
+    pub fn of(device: &Device) -> Option<Backend> {
+        let inner = if device.is_autodiff() {
+            device.clone().inner()
+        } else {
+            device.clone()
+        };
+        Self::compiled_cpu_backends()
+            .into_iter()
+            .find(|b| b.device().is_ok_and(|d| d == inner))
+    }
+
     /// The backend named by [`DEVICE_ENV`], or [`Backend::Flex`] when it is
     /// unset or empty.
     ///

@@ -7,6 +7,7 @@
 //! [`device`] turns a reader's backend choice into a [`burn::tensor::Device`].
 
 pub mod attention_scoring;
+pub mod bahdanau;
 pub mod data;
 pub mod device;
 pub mod files;

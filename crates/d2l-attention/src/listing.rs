@@ -58,6 +58,7 @@ pub fn all() -> Vec<Listing> {
         crate::queries_keys_values::LISTINGS,
         crate::nadaraya_watson::LISTINGS,
         crate::attention_scoring::LISTINGS,
+        crate::bahdanau::LISTINGS,
     ]
     .concat()
 }

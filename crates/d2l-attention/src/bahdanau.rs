@@ -1,0 +1,857 @@
+//! Bahdanau attention (d2l zh §10.4, en §11.4): an RNN encoder–decoder for
+//! English→French whose decoder attends over the encoder's outputs at every
+//! step (Bahdanau et al., 2015, "Neural Machine Translation by Jointly
+//! Learning to Align and Translate").
+
+use std::fmt::Write;
+use std::path::Path;
+use std::time::Instant;
+
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::nn::{
+    Dropout, DropoutConfig, Embedding, EmbeddingConfig, Initializer, Linear, LinearConfig,
+};
+use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
+use burn::prelude::Config;
+use burn::tensor::{
+    Device, Int, Tensor, TensorData,
+    activation::{log_softmax, sigmoid},
+};
+
+use crate::attention_scoring::{AdditiveAttention, AdditiveAttentionConfig, AttentionError};
+use crate::listing::{Listing, Output};
+use crate::machine_translation::{Batch, NmtData, Vocab, bleu, load_fra_eng, truncate_pad};
+use crate::{Axes, Cmap, Series, plot, show_heatmaps};
+
+/// d2l initialises every weight matrix of the seq2seq models with
+/// Xavier-uniform (`xavier_init_weights`); burn applies it to biases too.
+const XAVIER: Initializer = Initializer::XavierUniform { gain: 1.0 };
+
+/// Configuration of a [`StackedGru`]: torch's `nn.GRU(input_size,
+/// num_hiddens, num_layers, dropout)`.
+#[derive(Config, Debug)]
+pub struct StackedGruConfig {
+    /// Size of an input vector.
+    pub input_size: usize,
+    /// Size of each layer's hidden state.
+    pub num_hiddens: usize,
+    /// Number of stacked layers.
+    pub num_layers: usize,
+    /// Dropout on the outputs of every layer but the last.
+    #[config(default = 0.0)]
+    pub dropout: f64,
+}
+
+impl StackedGruConfig {
+    /// The layers, Xavier-initialised on `device`.
+    pub fn init(&self, device: &Device) -> StackedGru {
+        let h = self.num_hiddens;
+        let linear = |i, o| {
+            LinearConfig::new(i, o)
+                .with_initializer(XAVIER)
+                .init(device)
+        };
+        let layers = (0..self.num_layers)
+            .map(|i| GruLayer {
+                input: linear(if i == 0 { self.input_size } else { h }, 3 * h),
+                hidden: linear(h, 3 * h),
+            })
+            .collect();
+        StackedGru {
+            layers,
+            dropout: DropoutConfig::new(self.dropout).init(),
+        }
+    }
+}
+
+/// One GRU layer with its three gates side by side, as torch stores them:
+/// the reset gate r, the update gate z and the candidate n (d2l zh §9.1).
+/// One matrix product serves all three gates, and the input's product is
+/// taken for all steps at once.
+#[derive(Module, Debug)]
+pub struct GruLayer {
+    /// [W_ir W_iz W_in] and their biases, (input_size → 3·num_hiddens).
+    pub input: Linear,
+    /// [W_hr W_hz W_hn] and their biases, (num_hiddens → 3·num_hiddens).
+    pub hidden: Linear,
+}
+
+impl GruLayer {
+    /// Runs `inputs` (num_steps, batch_size, input_size), time first, from
+    /// `state` (batch_size, num_hiddens); returns the state at every step,
+    /// (num_steps, batch_size, num_hiddens).
+    pub fn forward(&self, inputs: Tensor<3>, state: Tensor<2>) -> Tensor<3> {
+        let num_steps = inputs.dims()[0];
+        let gates = self.input.forward(inputs); // (num_steps, batch_size, 3h), one product
+        let mut state = state;
+        let mut states = Vec::with_capacity(num_steps);
+        for x in gates.iter_dim(0) {
+            state = self.step(x.squeeze_dim(0), state);
+            states.push(state.clone());
+        }
+        Tensor::stack(states, 0)
+    }
+
+    /// One step from the input's gate products `x` (batch_size,
+    /// 3·num_hiddens) and the previous state `h` (batch_size, num_hiddens):
+    /// r, z = σ(x_rz + W_h,rz h + b), n = tanh(x_n + r ⊙ (W_hn h + b_hn)),
+    /// h' = z ⊙ h + (1 − z) ⊙ n (torch's formula). The tanh is taken as
+    /// 2σ(2x) − 1, which is faster on flex (see
+    /// [`AdditiveAttention::attend`]).
+    fn step(&self, x: Tensor<2>, h: Tensor<2>) -> Tensor<2> {
+        let d = h.dims()[1];
+        let g = self.hidden.forward(h.clone());
+        let rz = sigmoid(x.clone().narrow(1, 0, 2 * d) + g.clone().narrow(1, 0, 2 * d));
+        let (r, z) = (rz.clone().narrow(1, 0, d), rz.narrow(1, d, d));
+        let n = sigmoid((x.narrow(1, 2 * d, d) + r * g.narrow(1, 2 * d, d)) * 2.0) * 2.0 - 1.0;
+        (h - n.clone()) * z + n
+    }
+}
+
+/// A multi-layer GRU (torch's `nn.GRU`): each layer reads the previous
+/// one's outputs, with dropout in between.
+#[derive(Module, Debug)]
+pub struct StackedGru {
+    /// The layers, bottom first.
+    pub layers: Vec<GruLayer>,
+    /// Dropout between layers.
+    pub dropout: Dropout,
+}
+
+impl StackedGru {
+    /// Runs `inputs` (batch_size, num_steps, input_size) from `state`
+    /// (num_layers, batch_size, num_hiddens), zeros when `None`.
+    ///
+    /// Returns the last layer's outputs (batch_size, num_steps, num_hiddens)
+    /// and the final state of every layer (num_layers, batch_size,
+    /// num_hiddens).
+    pub fn forward(&self, inputs: Tensor<3>, state: Option<Tensor<3>>) -> (Tensor<3>, Tensor<3>) {
+        let [batch_size, num_steps, _] = inputs.dims();
+        let num_hiddens = self.layers[0].hidden.weight.dims()[0];
+        let state = state.unwrap_or_else(|| {
+            Tensor::zeros(
+                [self.layers.len(), batch_size, num_hiddens],
+                &inputs.device(),
+            )
+        });
+        // Time first inside, so that each step's slice is contiguous.
+        let mut x = inputs.swap_dims(0, 1);
+        let mut finals = Vec::with_capacity(self.layers.len());
+        for (i, (layer, h0)) in self.layers.iter().zip(state.iter_dim(0)).enumerate() {
+            if i > 0 {
+                x = self.dropout.forward(x);
+            }
+            x = layer.forward(x, h0.reshape([batch_size, num_hiddens]));
+            finals.push(x.clone().narrow(0, num_steps - 1, 1));
+        }
+        (x.swap_dims(0, 1), Tensor::cat(finals, 0))
+    }
+}
+
+/// Configuration shared by [`Seq2SeqEncoder`] and
+/// [`Seq2SeqAttentionDecoder`] (d2l's constructor arguments).
+#[derive(Config, Debug)]
+pub struct Seq2SeqConfig {
+    /// Number of tokens in the vocabulary.
+    pub vocab_size: usize,
+    /// Size of a token embedding.
+    pub embed_size: usize,
+    /// Size of the GRU's hidden state (and of the attention layer).
+    pub num_hiddens: usize,
+    /// Number of GRU layers.
+    pub num_layers: usize,
+    /// Dropout between GRU layers (and on the attention weights).
+    #[config(default = 0.0)]
+    pub dropout: f64,
+}
+
+impl Seq2SeqConfig {
+    /// The encoder: Embedding, then a [`StackedGru`] (d2l's `Seq2SeqEncoder`).
+    pub fn init_encoder(&self, device: &Device) -> Seq2SeqEncoder {
+        Seq2SeqEncoder {
+            embedding: EmbeddingConfig::new(self.vocab_size, self.embed_size).init(device),
+            rnn: self.gru(self.embed_size, device),
+        }
+    }
+
+    /// The decoder of d2l zh §10.4.2.
+    pub fn init_decoder(&self, device: &Device) -> Seq2SeqAttentionDecoder {
+        let h = self.num_hiddens;
+        Seq2SeqAttentionDecoder {
+            attention: AdditiveAttentionConfig::new(h, h, h)
+                .with_dropout(self.dropout)
+                .with_initializer(XAVIER)
+                .init(device),
+            embedding: EmbeddingConfig::new(self.vocab_size, self.embed_size).init(device),
+            rnn: self.gru(self.embed_size + h, device),
+            dense: LinearConfig::new(h, self.vocab_size)
+                .with_initializer(XAVIER)
+                .init(device),
+        }
+    }
+
+    fn gru(&self, input_size: usize, device: &Device) -> StackedGru {
+        StackedGruConfig::new(input_size, self.num_hiddens, self.num_layers)
+            .with_dropout(self.dropout)
+            .init(device)
+    }
+}
+
+/// The encoder of d2l zh §9.7 (en §10.7): it embeds the source tokens and
+/// runs them through a multi-layer GRU.
+#[derive(Module, Debug)]
+pub struct Seq2SeqEncoder {
+    /// Token embedding, (vocab_size → embed_size).
+    pub embedding: Embedding,
+    /// The GRU.
+    pub rnn: StackedGru,
+}
+
+/// What the encoder returns.
+#[derive(Clone, Debug)]
+pub struct Encoded {
+    /// The last layer's state at every step: (batch_size, num_steps, num_hiddens).
+    pub outputs: Tensor<3>,
+    /// Every layer's final state: (num_layers, batch_size, num_hiddens).
+    pub state: Tensor<3>,
+}
+
+impl Seq2SeqEncoder {
+    /// Encodes the source token indices `x` (batch_size, num_steps).
+    pub fn forward(&self, x: Tensor<2, Int>) -> Encoded {
+        let (outputs, state) = self.rnn.forward(self.embedding.forward(x), None);
+        Encoded { outputs, state }
+    }
+}
+
+/// The decoder's state between calls (d2l's `[enc_outputs, hidden_state,
+/// enc_valid_lens]`).
+#[derive(Clone, Debug)]
+pub struct DecoderState {
+    /// The encoder's outputs, the attention's keys and values:
+    /// (batch_size, num_src_steps, num_hiddens).
+    pub enc_outputs: Tensor<3>,
+    /// The GRU's state: (num_layers, batch_size, num_hiddens).
+    pub hidden_state: Tensor<3>,
+    /// Valid source lengths, (batch_size,): padding past them is not attended.
+    pub enc_valid_lens: Option<Tensor<1, Int>>,
+}
+
+/// What the decoder returns.
+#[derive(Clone, Debug)]
+pub struct Decoded {
+    /// Scores over the target vocabulary: (batch_size, num_steps, vocab_size).
+    pub output: Tensor<3>,
+    /// The state after the last step.
+    pub state: DecoderState,
+    /// The attention weights of every step over the source positions:
+    /// (batch_size, num_steps, num_src_steps).
+    pub attention_weights: Tensor<3>,
+}
+
+/// The attention decoder (d2l zh §10.4.2): before each step it attends over
+/// the encoder's outputs with the last layer's previous hidden state as
+/// query, and feeds the context together with the embedded token to the GRU.
+#[derive(Module, Debug)]
+pub struct Seq2SeqAttentionDecoder {
+    /// Additive attention, (num_hiddens, num_hiddens) → num_hiddens.
+    pub attention: AdditiveAttention,
+    /// Token embedding, (vocab_size → embed_size).
+    pub embedding: Embedding,
+    /// The GRU over [context; embedding].
+    pub rnn: StackedGru,
+    /// Output layer, (num_hiddens → vocab_size).
+    pub dense: Linear,
+}
+
+impl Seq2SeqAttentionDecoder {
+    /// The first state: the encoder's outputs as keys and values, and its
+    /// final state of all layers as the decoder's initial state.
+    pub fn init_state(
+        &self,
+        encoded: Encoded,
+        enc_valid_lens: Option<Tensor<1, Int>>,
+    ) -> DecoderState {
+        DecoderState {
+            enc_outputs: encoded.outputs,
+            hidden_state: encoded.state,
+            enc_valid_lens,
+        }
+    }
+
+    /// Decodes the target token indices `x` (batch_size, num_steps), one
+    /// step after another, from `state`.
+    ///
+    /// # Errors
+    /// [`AttentionError::Shape`] when `x`, the hidden state or the
+    /// encoder's outputs do not fit this decoder or each other, or when
+    /// `enc_valid_lens` is malformed (see
+    /// [`masked_softmax`](crate::attention_scoring::masked_softmax)).
+    // ANCHOR: decoder_forward
+    pub fn forward(
+        &self,
+        x: Tensor<2, Int>,
+        state: DecoderState,
+    ) -> Result<Decoded, AttentionError> {
+        self.check_state(&x, &state)?;
+        let DecoderState {
+            enc_outputs,
+            mut hidden_state,
+            enc_valid_lens,
+        } = state;
+        let num_layers = hidden_state.dims()[0];
+        let embedded = self.embedding.forward(x); // (batch_size, num_steps, embed_size)
+        let (mut outputs, mut weights) = (Vec::new(), Vec::new());
+        // The keys (the encoder's outputs) are the same at every step.
+        let keys = self.attention.project_keys(
+            enc_outputs.clone(),
+            enc_outputs.clone(),
+            enc_valid_lens.clone(),
+        )?;
+        for x in embedded.iter_dim(1) {
+            // The query is the last layer's state from the previous step.
+            let query = hidden_state
+                .clone()
+                .narrow(0, num_layers - 1, 1)
+                .swap_dims(0, 1);
+            let attended = self.attention.attend(query, &keys)?; // context: (batch_size, 1, num_hiddens)
+            let input = Tensor::cat(vec![attended.output, x], 2);
+            let (out, next) = self.rnn.forward(input, Some(hidden_state));
+            hidden_state = next;
+            outputs.push(out);
+            weights.push(attended.attention_weights);
+        }
+        Ok(Decoded {
+            output: self.dense.forward(Tensor::cat(outputs, 1)),
+            state: DecoderState {
+                enc_outputs,
+                hidden_state,
+                enc_valid_lens,
+            },
+            attention_weights: Tensor::cat(weights, 1),
+        })
+    }
+    // ANCHOR_END: decoder_forward
+
+    fn check_state(&self, x: &Tensor<2, Int>, state: &DecoderState) -> Result<(), AttentionError> {
+        let [batch_size, _] = x.dims();
+        let num_layers = self.rnn.layers.len();
+        let num_hiddens = self.dense.weight.dims()[0];
+        let expected = [num_layers, batch_size, num_hiddens];
+        if state.hidden_state.dims() != expected {
+            return Err(AttentionError::Shape {
+                arg: "state.hidden_state",
+                got: state.hidden_state.dims().to_vec(),
+                expected: format!("(num_layers, batch_size, num_hiddens) = {expected:?}"),
+            });
+        }
+        let enc = state.enc_outputs.dims();
+        if enc[0] != batch_size || enc[2] != num_hiddens {
+            return Err(AttentionError::Shape {
+                arg: "state.enc_outputs",
+                got: enc.to_vec(),
+                expected: format!("({batch_size}, num_src_steps, {num_hiddens})"),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// An encoder and a decoder trained together (d2l's `EncoderDecoder`).
+#[derive(Module, Debug)]
+pub struct EncoderDecoder {
+    /// Reads the source sentence.
+    pub encoder: Seq2SeqEncoder,
+    /// Writes the target sentence.
+    pub decoder: Seq2SeqAttentionDecoder,
+}
+
+impl EncoderDecoder {
+    /// Encodes `enc_x` (batch_size, num_src_steps) and decodes `dec_x`
+    /// (batch_size, num_steps) from there; `enc_valid_lens` (batch_size,)
+    /// hides the source padding from the attention.
+    ///
+    /// # Errors
+    /// As [`Seq2SeqAttentionDecoder::forward`].
+    pub fn forward(
+        &self,
+        enc_x: Tensor<2, Int>,
+        dec_x: Tensor<2, Int>,
+        enc_valid_lens: Option<Tensor<1, Int>>,
+    ) -> Result<Decoded, AttentionError> {
+        let state = self
+            .decoder
+            .init_state(self.encoder.forward(enc_x), enc_valid_lens);
+        self.decoder.forward(dec_x, state)
+    }
+}
+
+/// Softmax cross-entropy that ignores padding (d2l zh §9.7.3,
+/// `MaskedSoftmaxCELoss`): `pred` (batch_size, num_steps, vocab_size)
+/// holds scores, `label` (batch_size, num_steps) the target indices, and
+/// steps at or past `valid_len` (batch_size,) count 0.
+///
+/// Returns each sequence's loss (batch_size,): its summed token losses
+/// divided by num_steps, as d2l does (not by the valid length).
+// ANCHOR: masked_ce
+pub fn masked_softmax_ce_loss(
+    pred: Tensor<3>,
+    label: Tensor<2, Int>,
+    valid_len: Tensor<1, Int>,
+) -> Tensor<1> {
+    let [batch_size, num_steps, _] = pred.dims();
+    let token_loss = log_softmax(pred, 2)
+        .gather(2, label.unsqueeze_dim(2))
+        .reshape([batch_size, num_steps])
+        .neg();
+    let positions = Tensor::<1, Int>::arange(0..num_steps as i64, &token_loss.device())
+        .unsqueeze::<2>()
+        .expand([batch_size, num_steps]);
+    let valid = positions.lower(
+        valid_len
+            .unsqueeze_dim::<2>(1)
+            .expand([batch_size, num_steps]),
+    );
+    (token_loss * valid.float())
+        .mean_dim(1)
+        .reshape([batch_size])
+}
+// ANCHOR_END: masked_ce
+
+/// Adds up the squared entries of every parameter's gradient.
+struct SquaredNorm<'a> {
+    grads: &'a GradientsParams,
+    total: f64,
+}
+
+impl ModuleVisitor for SquaredNorm<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if let Some(grad) = self.grads.get::<D>(param.id) {
+            self.total += grad.square().sum().into_scalar::<f64>();
+        }
+    }
+}
+
+/// Multiplies every parameter's gradient by `factor`.
+struct Scale<'a> {
+    grads: &'a mut GradientsParams,
+    factor: f64,
+}
+
+impl ModuleVisitor for Scale<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if let Some(grad) = self.grads.remove::<D>(param.id) {
+            self.grads.register(param.id, grad * self.factor);
+        }
+    }
+}
+
+/// Rescales `grads` so that their norm over **all** parameters of `model`
+/// together is at most `theta` (d2l zh §8.5.5, `grad_clipping`; burn's
+/// own clipping works per parameter). Returns the norm before clipping.
+pub fn grad_clipping<M: Module>(model: &M, grads: &mut GradientsParams, theta: f64) -> f64 {
+    let mut norm = SquaredNorm { grads, total: 0.0 };
+    model.visit(&mut norm);
+    let norm = norm.total.sqrt();
+    if norm > theta {
+        model.visit(&mut Scale {
+            grads,
+            factor: theta / norm,
+        });
+    }
+    norm
+}
+
+/// Why training stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    /// Training needs gradients.
+    #[error(
+        "`device` is {0:?}, not an autodiff device: pass `device.autodiff()` and a model made on it"
+    )]
+    NotAutodiff(Device),
+    /// A batch did not fit the model.
+    #[error(transparent)]
+    Attention(#[from] AttentionError),
+    /// The loss stopped being a number.
+    #[error("the loss became {loss} in epoch {epoch}; lower the learning rate")]
+    Diverged {
+        /// The epoch (1-based).
+        epoch: usize,
+        /// The loss.
+        loss: f64,
+    },
+}
+
+/// The training settings of d2l zh §10.4.3.
+#[derive(Config, Debug)]
+pub struct TrainConfig {
+    /// Adam's learning rate.
+    #[config(default = 0.005)]
+    pub lr: f64,
+    /// Passes over the data.
+    #[config(default = 250)]
+    pub num_epochs: usize,
+    /// Sentence pairs per mini-batch.
+    #[config(default = 64)]
+    pub batch_size: usize,
+    /// The largest gradient norm (over all parameters) a step may take.
+    #[config(default = 1.0)]
+    pub clip_norm: f64,
+    /// Seeds the order of the mini-batches.
+    #[config(default = 0)]
+    pub seed: u64,
+}
+
+/// What one epoch of training did.
+#[derive(Clone, Copy, Debug)]
+pub struct Epoch {
+    /// The epoch (1-based).
+    pub epoch: usize,
+    /// d2l's loss metric: the summed sequence losses (see
+    /// [`masked_softmax_ce_loss`]) divided by the number of valid target tokens.
+    pub loss: f64,
+    /// Valid target tokens seen so far.
+    pub tokens: usize,
+    /// Seconds of training so far.
+    pub seconds: f64,
+}
+
+impl Epoch {
+    /// Target tokens trained on per second.
+    pub fn tokens_per_sec(&self) -> f64 {
+        self.tokens as f64 / self.seconds
+    }
+}
+
+/// Adam with torch's defaults (burn's ε is 1e-5, torch's 1e-8).
+pub fn adam() -> ModuleOptimizer {
+    AdamConfig::new().with_epsilon(1e-8).init()
+}
+
+/// What one training step returns.
+pub struct Step {
+    /// The model after the update.
+    pub model: EncoderDecoder,
+    /// The batch's summed sequence losses (see [`masked_softmax_ce_loss`]),
+    /// before the update.
+    pub loss_sum: f64,
+    /// The batch's valid target tokens.
+    pub num_tokens: usize,
+    /// The gradients' global norm before clipping.
+    pub grad_norm: f64,
+}
+
+/// One step of [`train_seq2seq`] on `batch`: teacher forcing from `bos`
+/// (the index of `<bos>`), the summed masked loss, backward, clipping to a
+/// global norm of `config.clip_norm`, and an `optimizer` update with
+/// learning rate `config.lr`.
+///
+/// # Errors
+/// [`TrainError::Attention`] when the batch does not fit the model.
+// ANCHOR: train_batch
+pub fn train_batch(
+    model: EncoderDecoder,
+    optimizer: &mut ModuleOptimizer,
+    batch: Batch,
+    bos: i64,
+    config: &TrainConfig,
+) -> Result<Step, TrainError> {
+    let [batch_size, num_steps] = batch.y.dims();
+    let device = batch.y.device();
+    // Teacher forcing: the decoder reads <bos> and the target without its last token.
+    let bos = Tensor::<2, Int>::full([batch_size, 1], bos, &device);
+    let dec_input = Tensor::cat(vec![bos, batch.y.clone().narrow(1, 0, num_steps - 1)], 1);
+    let decoded = model.forward(batch.x, dec_input, Some(batch.x_valid_len))?;
+    let num_tokens = batch.y_valid_len.clone().sum().into_scalar::<i64>() as usize;
+    let loss = masked_softmax_ce_loss(decoded.output, batch.y, batch.y_valid_len).sum();
+    let loss_sum = loss.clone().into_scalar::<f64>();
+    let mut grads = GradientsParams::from_grads(loss.backward(), &model);
+    let grad_norm = grad_clipping(&model, &mut grads, config.clip_norm);
+    let model = optimizer.step(config.lr, model, grads);
+    Ok(Step {
+        model,
+        loss_sum,
+        num_tokens,
+        grad_norm,
+    })
+}
+// ANCHOR_END: train_batch
+
+/// Trains `model` on `data` as d2l's `train_seq2seq` (zh §9.7.4): teacher
+/// forcing (the decoder reads `<bos>` and the target shifted right),
+/// [`masked_softmax_ce_loss`] summed over the batch, Adam (ε = 1e-8, as
+/// torch), gradients clipped to a global norm of `clip_norm`.
+/// `on_epoch` sees every epoch's [`Epoch`] as it ends.
+///
+/// `model` must live on `device`, an autodiff device.
+///
+/// # Errors
+/// [`TrainError::NotAutodiff`] on a device without autodiff;
+/// [`TrainError::Diverged`] when the loss is no longer finite.
+pub fn train_seq2seq(
+    mut model: EncoderDecoder,
+    data: &NmtData,
+    config: &TrainConfig,
+    device: &Device,
+    mut on_epoch: impl FnMut(Epoch),
+) -> Result<EncoderDecoder, TrainError> {
+    if !device.is_autodiff() {
+        return Err(TrainError::NotAutodiff(device.clone()));
+    }
+    let mut optimizer = adam();
+    let bos = data.tgt_vocab.index("<bos>") as i64;
+    let (start, mut tokens) = (Instant::now(), 0);
+    for epoch in 1..=config.num_epochs {
+        let (mut loss_sum, mut epoch_tokens) = (0.0, 0);
+        let seed = config.seed.wrapping_add(epoch as u64);
+        for batch in data.batches(config.batch_size, seed, device) {
+            let step = train_batch(model, &mut optimizer, batch, bos, config)?;
+            model = step.model;
+            loss_sum += step.loss_sum;
+            epoch_tokens += step.num_tokens;
+        }
+        tokens += epoch_tokens;
+        let loss = loss_sum / epoch_tokens as f64;
+        if !loss.is_finite() {
+            return Err(TrainError::Diverged { epoch, loss });
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        on_epoch(Epoch {
+            epoch,
+            loss,
+            tokens,
+            seconds,
+        });
+    }
+    Ok(model)
+}
+
+/// A translation and where the decoder looked while writing it.
+#[derive(Clone, Debug)]
+pub struct Translation {
+    /// The predicted target tokens, space-separated, without `<eos>`.
+    pub text: String,
+    /// The attention weights of every decoding step, the one that wrote
+    /// `<eos>` included, over the `num_steps` source positions:
+    /// (num_predicted + 1, num_steps) when `<eos>` came in time.
+    pub attention_weights: Tensor<2>,
+}
+
+/// Translates `src_sentence` greedily (d2l zh §9.7.5, `predict_seq2seq`):
+/// the source is lowercased, split on spaces, ended with `<eos>` and
+/// padded to `num_steps`; the decoder starts from `<bos>` and feeds each
+/// most likely token back in until it writes `<eos>` or `num_steps` tokens.
+///
+/// `model` should be an inference copy (`model.valid()`) on `device`, so
+/// that no dropout applies. A source longer than `num_steps - 1` tokens is
+/// cut to `num_steps` with no `<eos>`.
+///
+/// # Errors
+/// [`AttentionError`] when the vocabularies do not fit the model.
+// ANCHOR: predict
+pub fn predict_seq2seq(
+    model: &EncoderDecoder,
+    src_sentence: &str,
+    src_vocab: &Vocab,
+    tgt_vocab: &Vocab,
+    num_steps: usize,
+    device: &Device,
+) -> Result<Translation, AttentionError> {
+    let lowercase = src_sentence.to_lowercase();
+    let mut src_tokens: Vec<usize> = lowercase.split(' ').map(|t| src_vocab.index(t)).collect();
+    src_tokens.push(src_vocab.index("<eos>"));
+    let enc_valid_len = src_tokens.len().min(num_steps) as i64;
+    let src_tokens = truncate_pad(&src_tokens, num_steps, src_vocab.index("<pad>"));
+    let enc_x = Tensor::<2, Int>::from_data(
+        TensorData::new(
+            src_tokens.iter().map(|&i| i as i64).collect(),
+            [1, num_steps],
+        ),
+        device,
+    );
+    let enc_valid_lens = Tensor::<1, Int>::from_ints([enc_valid_len], device);
+    let encoded = model.encoder.forward(enc_x);
+    let mut state = model.decoder.init_state(encoded, Some(enc_valid_lens));
+    let mut dec_x = Tensor::<2, Int>::from_ints([[tgt_vocab.index("<bos>") as i64]], device);
+    let (mut output, mut weights) = (Vec::new(), Vec::new());
+    for _ in 0..num_steps {
+        let decoded = model.decoder.forward(dec_x, state)?;
+        state = decoded.state;
+        weights.push(decoded.attention_weights.reshape([1, num_steps]));
+        dec_x = decoded.output.argmax(2).reshape([1, 1]);
+        let pred = dec_x.clone().into_scalar::<i64>() as usize;
+        if pred == tgt_vocab.index("<eos>") {
+            break;
+        }
+        output.push(tgt_vocab.token(pred));
+    }
+    Ok(Translation {
+        text: output.join(" "),
+        attention_weights: Tensor::cat(weights, 0),
+    })
+}
+// ANCHOR_END: predict
+
+/// The listings of this section.
+pub const LISTINGS: &[Listing] = &[
+    Listing::new("bahdanau-shapes", SOURCES, shapes_demo),
+    Listing {
+        name: "bahdanau-train",
+        sources: SOURCES,
+        rerun_in_tests: false,
+        run: train_demo,
+    },
+];
+
+const SOURCES: &[&str] = &[
+    include_str!("bahdanau.rs"),
+    include_str!("attention_scoring.rs"),
+    include_str!("machine_translation.rs"),
+];
+
+/// The seed of the model's initial weights and of the dropout masks.
+const SEED: u64 = 0;
+
+fn shapes_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: shapes
+    let config = Seq2SeqConfig::new(10, 8, 16, 2); // vocab, embed, hiddens, layers
+    let encoder = config.init_encoder(device);
+    let decoder = config.init_decoder(device);
+    let x = Tensor::<2, Int>::zeros([4, 7], device); // (batch_size, num_steps)
+    let state = decoder.init_state(encoder.forward(x.clone()), None);
+    let decoded = decoder.forward(x, state)?;
+    writeln!(out, "output:            {:?}", decoded.output.dims())?;
+    writeln!(
+        out,
+        "enc_outputs:       {:?}",
+        decoded.state.enc_outputs.dims()
+    )?;
+    writeln!(
+        out,
+        "hidden_state:      {:?}",
+        decoded.state.hidden_state.dims()
+    )?;
+    writeln!(
+        out,
+        "attention_weights: {:?}",
+        decoded.attention_weights.dims()
+    )?;
+    // ANCHOR_END: shapes
+    Ok(())
+}
+
+/// The sentences d2l translates, with their reference translations.
+const EXAMPLES: [(&str, &str); 4] = [
+    ("go .", "va !"),
+    ("i lost .", "j'ai perdu ."),
+    ("he's calm .", "il est calme ."),
+    ("i'm home .", "je suis chez moi ."),
+];
+
+fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: train
+    let (embed_size, num_hiddens, num_layers, dropout) = (32, 32, 2, 0.1);
+    let (batch_size, num_steps) = (64, 10);
+    let text = load_fra_eng(None)?; // the corpus: downloaded once, then cached
+    let data = NmtData::new(&text, num_steps, 600)?;
+    let train_device = device.clone().autodiff();
+    train_device.seed(SEED); // initial weights and dropout masks
+    let model = EncoderDecoder {
+        encoder: Seq2SeqConfig::new(data.src_vocab.len(), embed_size, num_hiddens, num_layers)
+            .with_dropout(dropout)
+            .init_encoder(&train_device),
+        decoder: Seq2SeqConfig::new(data.tgt_vocab.len(), embed_size, num_hiddens, num_layers)
+            .with_dropout(dropout)
+            .init_decoder(&train_device),
+    };
+    let config = TrainConfig::new().with_batch_size(batch_size); // lr 0.005, 250 epochs
+    let progress = indicatif::ProgressBar::new(config.num_epochs as u64);
+    let mut epochs = Vec::new();
+    let model = train_seq2seq(model, &data, &config, &train_device, |epoch| {
+        progress.set_message(format!(
+            "loss {:.3}, {:.0} tokens/s",
+            epoch.loss,
+            epoch.tokens_per_sec()
+        ));
+        progress.inc(1);
+        epochs.push(epoch);
+    })?;
+    progress.finish_and_clear();
+    let last = epochs.last().expect("at least one epoch");
+    writeln!(
+        out,
+        "loss {:.3}, {:.0} tokens/s on {} ({:.0} s)",
+        last.loss,
+        last.tokens_per_sec(),
+        crate::Backend::of(device).map_or("another backend".into(), |b| b.to_string()),
+        last.seconds
+    )?;
+    // ANCHOR_END: train
+    let curve: Vec<(f64, f64)> = epochs.iter().map(|e| (e.epoch as f64, e.loss)).collect();
+    let (x, y): (Vec<f64>, Vec<f64>) = curve.into_iter().unzip();
+    out.figure(
+        "bahdanau-loss",
+        plot(
+            &[Series::line(&x, &y)],
+            &Axes::new("epoch", "loss").xlim(1.0, config.num_epochs as f64),
+        )?,
+    );
+    // ANCHOR: save
+    let path = crate::machine_translation::cache_dir().join("bahdanau-fra-eng.bpk");
+    save_model(&model, &path)?;
+    // ANCHOR_END: save
+    // ANCHOR: translate
+    let model = model.valid(); // no dropout, no gradients
+    let mut translation = None;
+    for (eng, fra) in EXAMPLES {
+        let t = predict_seq2seq(
+            &model,
+            eng,
+            &data.src_vocab,
+            &data.tgt_vocab,
+            num_steps,
+            device,
+        )?;
+        writeln!(
+            out,
+            "{eng} => {}, bleu {:.3}",
+            t.text,
+            bleu(&t.text, fra, 2)
+        )?;
+        translation = Some(t);
+    }
+    // ANCHOR_END: translate
+    // ANCHOR: heatmap
+    let weights = translation.expect("four examples").attention_weights;
+    let num_src = EXAMPLES[3].0.split(' ').count() + 1; // the source tokens and <eos>
+    let [num_queries, _] = weights.dims();
+    let figure = show_heatmaps(
+        &weights
+            .narrow(1, 0, num_src)
+            .reshape([1, 1, num_queries, num_src]),
+        "Key positions",
+        "Query positions",
+        None,
+        (2.5, 2.5),
+        Cmap::Reds,
+    )?;
+    // ANCHOR_END: heatmap
+    out.figure("bahdanau-heatmap", figure);
+    Ok(())
+}
+
+/// Saves `model`'s parameters as a burnpack file at `path`, atomically
+/// (the folder is created if needed).
+///
+/// # Errors
+/// When the folder cannot be created or the file written.
+pub fn save_model(model: &EncoderDecoder, path: &Path) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("cannot create `{}`: {e}", dir.display()))?;
+    }
+    let bytes = model.clone().into_record().into_bytes()?;
+    crate::files::write_atomic(path, &bytes)?;
+    Ok(())
+}

@@ -1,0 +1,190 @@
+//! The Bahdanau encoder–decoder against PyTorch running d2l's code
+//! (tests/golden/case_j_seq2seq_attention.json): forward pass, masked loss,
+//! gradient norm and one clipped Adam step.
+
+mod common;
+
+use burn::module::Param;
+use burn::nn::{DropoutConfig, Embedding, Linear};
+use burn::tensor::{Device, Tensor};
+use common::{assert_close, devices, float, golden, int};
+use d2l_attention::attention_scoring::AdditiveAttention;
+use d2l_attention::bahdanau::{
+    EncoderDecoder, GruLayer, Seq2SeqAttentionDecoder, Seq2SeqEncoder, StackedGru, TrainConfig,
+    adam, masked_softmax_ce_loss, train_batch,
+};
+use d2l_attention::machine_translation::Batch;
+use serde_json::Value;
+
+/// A Linear from torch's (out, in) weight.
+fn linear(params: &Value, weight: &str, bias: Option<&str>, device: &Device) -> Linear {
+    let w: Tensor<2> = float(&params[weight], device);
+    Linear {
+        weight: Param::from_tensor(w.transpose()),
+        bias: bias.map(|b| Param::from_tensor(float(&params[b], device))),
+    }
+}
+
+fn gru(params: &Value, part: &str, device: &Device) -> StackedGru {
+    let layers = (0..2)
+        .map(|l| {
+            let name = |kind: &str| format!("{part}.rnn.{kind}_l{l}");
+            GruLayer {
+                input: linear(params, &name("weight_ih"), Some(&name("bias_ih")), device),
+                hidden: linear(params, &name("weight_hh"), Some(&name("bias_hh")), device),
+            }
+        })
+        .collect();
+    StackedGru {
+        layers,
+        dropout: DropoutConfig::new(0.0).init(),
+    }
+}
+
+fn embedding(params: &Value, name: &str, device: &Device) -> Embedding {
+    Embedding {
+        weight: Param::from_tensor(float(&params[name], device)),
+    }
+}
+
+/// The model of case j, with torch's initial weights.
+fn model(g: &Value, device: &Device) -> EncoderDecoder {
+    let p = &g["params"];
+    let attention = |name: &str| linear(p, &format!("decoder.attention.{name}"), None, device);
+    EncoderDecoder {
+        encoder: Seq2SeqEncoder {
+            embedding: embedding(p, "encoder.embedding", device),
+            rnn: gru(p, "encoder", device),
+        },
+        decoder: Seq2SeqAttentionDecoder {
+            attention: AdditiveAttention {
+                w_k: attention("W_k"),
+                w_q: attention("W_q"),
+                w_v: attention("w_v"),
+                dropout: DropoutConfig::new(0.0).init(),
+            },
+            embedding: embedding(p, "decoder.embedding", device),
+            rnn: gru(p, "decoder", device),
+            dense: linear(
+                p,
+                "decoder.dense.weight",
+                Some("decoder.dense.bias"),
+                device,
+            ),
+        },
+    }
+}
+
+#[test]
+fn forward_and_loss_match_pytorch() {
+    let g = golden("case_j_seq2seq_attention.json");
+    for (backend, device) in devices() {
+        let model = model(&g, &device);
+        let encoded = model.encoder.forward(int(&g["enc_X"], &device));
+        let worst_enc = assert_close(
+            "enc_outputs",
+            encoded.outputs.clone(),
+            &g["enc_outputs"],
+            1e-5,
+            1e-5,
+        );
+        let state = model
+            .decoder
+            .init_state(encoded, Some(int(&g["enc_valid_lens"], &device)));
+        let decoded = model
+            .decoder
+            .forward(int(&g["dec_X"], &device), state)
+            .unwrap();
+        let worst = [
+            worst_enc,
+            assert_close(
+                "dec_output",
+                decoded.output.clone(),
+                &g["dec_output"],
+                1e-5,
+                1e-5,
+            ),
+            assert_close(
+                "hidden_state",
+                decoded.state.hidden_state,
+                &g["hidden_state"],
+                1e-5,
+                1e-5,
+            ),
+            assert_close(
+                "attention_weights",
+                decoded.attention_weights.clone(),
+                &g["attention_weights"],
+                1e-5,
+                1e-5,
+            ),
+            assert_close(
+                "loss",
+                masked_softmax_ce_loss(
+                    decoded.output,
+                    int(&g["Y"], &device),
+                    int(&g["Y_valid_len"], &device),
+                ),
+                &g["loss"],
+                1e-5,
+                1e-5,
+            ),
+        ];
+        // Source positions past the valid length get exactly nothing.
+        let weights = decoded.attention_weights.try_into_vec_as::<f32>().unwrap();
+        for (b, valid) in [(1, 2), (2, 1)] {
+            for q in 0..5 {
+                for k in valid..4 {
+                    assert_eq!(
+                        weights[(b * 5 + q) * 4 + k],
+                        0.0,
+                        "{backend}: weight [{b}, {q}, {k}]"
+                    );
+                }
+            }
+        }
+        eprintln!(
+            "{backend}: largest deviation {:e}",
+            worst.iter().fold(0.0f64, |a, &b| a.max(b))
+        );
+    }
+}
+
+#[test]
+fn one_clipped_adam_step_matches_pytorch() {
+    let g = golden("case_j_seq2seq_attention.json");
+    for (backend, device) in devices() {
+        let device = device.autodiff();
+        let batch = || Batch {
+            x: int(&g["enc_X"], &device),
+            x_valid_len: int(&g["enc_valid_lens"], &device),
+            y: int(&g["Y"], &device),
+            y_valid_len: int(&g["Y_valid_len"], &device),
+        };
+        let config = TrainConfig::new();
+        let step = train_batch(model(&g, &device), &mut adam(), batch(), 1, &config).unwrap();
+        let loss_sum: f64 = common::array(&g["loss"]).1.iter().sum();
+        let grad_norm = g["grad_norm"].as_f64().unwrap();
+        assert!(
+            (step.loss_sum - loss_sum).abs() < 1e-5,
+            "{backend}: loss {} vs {loss_sum}",
+            step.loss_sum
+        );
+        assert!(
+            (step.grad_norm - grad_norm).abs() < 1e-5 * grad_norm.max(1.0),
+            "{backend}: grad norm {} vs PyTorch {grad_norm}",
+            step.grad_norm
+        );
+        assert_eq!(step.num_tokens, 10);
+        // The same batch after the update: the step moved every parameter alike.
+        let b = batch();
+        let dec_x = int(&g["dec_X"], &device);
+        let after = step.model.forward(b.x, dec_x, Some(b.x_valid_len)).unwrap();
+        let loss_after = masked_softmax_ce_loss(after.output, b.y, b.y_valid_len);
+        let worst = assert_close("loss_after", loss_after, &g["loss_after"], 1e-4, 1e-4);
+        eprintln!(
+            "{backend}: grad norm {} (PyTorch {grad_norm}), loss after step off by {worst:e}",
+            step.grad_norm
+        );
+    }
+}
