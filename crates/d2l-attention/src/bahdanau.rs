@@ -449,6 +449,7 @@ impl ModuleVisitor for Scale<'_> {
 /// Rescales `grads` so that their norm over **all** parameters of `model`
 /// together is at most `theta` (d2l zh §8.5.5, `grad_clipping`; burn's
 /// own clipping works per parameter). Returns the norm before clipping.
+// ANCHOR: grad_clipping
 pub fn grad_clipping<M: Module>(model: &M, grads: &mut GradientsParams, theta: f64) -> f64 {
     let mut norm = SquaredNorm { grads, total: 0.0 };
     model.visit(&mut norm);
@@ -461,6 +462,7 @@ pub fn grad_clipping<M: Module>(model: &M, grads: &mut GradientsParams, theta: f
     }
     norm
 }
+// ANCHOR_END: grad_clipping
 
 /// Why training stopped.
 #[derive(Debug, thiserror::Error)]
@@ -741,6 +743,7 @@ fn shapes_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     Ok(())
 }
 
+// ANCHOR: examples
 /// The sentences d2l translates, with their reference translations.
 const EXAMPLES: [(&str, &str); 4] = [
     ("go .", "va !"),
@@ -748,6 +751,7 @@ const EXAMPLES: [(&str, &str); 4] = [
     ("he's calm .", "il est calme ."),
     ("i'm home .", "je suis chez moi ."),
 ];
+// ANCHOR_END: examples
 
 fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: train
@@ -766,7 +770,9 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
             .init_decoder(&train_device),
     };
     let config = TrainConfig::new().with_batch_size(batch_size); // lr 0.005, 250 epochs
-    let progress = indicatif::ProgressBar::new(config.num_epochs as u64);
+    let progress = indicatif::ProgressBar::new(config.num_epochs as u64).with_style(
+        indicatif::ProgressStyle::with_template("{bar:30} epoch {pos}/{len}, {msg}")?,
+    );
     let mut epochs = Vec::new();
     let model = train_seq2seq(model, &data, &config, &train_device, |epoch| {
         progress.set_message(format!(
@@ -784,7 +790,7 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         "loss {:.3}, {:.0} tokens/s on {} ({:.0} s)",
         last.loss,
         last.tokens_per_sec(),
-        crate::Backend::of(device).map_or("another backend".into(), |b| b.to_string()),
+        crate::device::name(device),
         last.seconds
     )?;
     // ANCHOR_END: train

@@ -89,20 +89,6 @@ impl fmt::Display for Backend {
 }
 
 impl Backend {
-    /// The backend that `device` (with or without autodiff) computes on,
-    /// when it is a CPU backend of this build (see
-    /// [`Backend::compiled_cpu_backends`]).
-    pub fn of(device: &Device) -> Option<Backend> {
-        let inner = if device.is_autodiff() {
-            device.clone().inner()
-        } else {
-            device.clone()
-        };
-        Self::compiled_cpu_backends()
-            .into_iter()
-            .find(|b| b.device().is_ok_and(|d| d == inner))
-    }
-
     /// The backend named by [`DEVICE_ENV`], or [`Backend::Flex`] when it is
     /// unset or empty.
     ///
@@ -206,4 +192,19 @@ mod tests {
     fn flex_is_always_there() {
         assert!(parse_device("flex").is_ok());
     }
+}
+
+/// The name of the backend `device` computes on (with or without
+/// autodiff): `flex`, `libtorch`, … as [`Backend`] writes it, or burn's
+/// own description of a device that is not one of this build's CPU backends.
+pub fn name(device: &Device) -> String {
+    let inner = if device.is_autodiff() {
+        device.clone().inner()
+    } else {
+        device.clone()
+    };
+    Backend::compiled_cpu_backends()
+        .into_iter()
+        .find(|b| b.device().is_ok_and(|d| d == inner))
+        .map_or_else(|| format!("{inner:?}"), |b| b.to_string())
 }

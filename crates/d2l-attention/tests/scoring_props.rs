@@ -199,3 +199,43 @@ fn additive_attention_checks_the_configured_sizes() {
         "`queries` has shape [2, 1, 19], expected query_size 20"
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// The decoder's fast path (keys projected once, tanh as 2σ(2x) − 1)
+    /// gives the weights and output of `AdditiveAttention::forward`.
+    #[test]
+    fn attend_agrees_with_forward(
+        (b, q, k, seed) in (1usize..4, 1usize..4, 1usize..7, any::<u64>()),
+        lens in proptest::collection::vec(0i64..7, 3),
+    ) {
+        let device = Device::flex();
+        let lens: Vec<i64> = lens[..b].iter().map(|&l| l.min(k as i64)).collect();
+        let attention = AdditiveAttention {
+            w_k: seeded_linear(3, 8, seed, &device),
+            w_q: seeded_linear(5, 8, seed ^ 1, &device),
+            w_v: seeded_linear(8, 1, seed ^ 2, &device),
+            dropout: burn::nn::DropoutConfig::new(0.0).init(),
+        };
+        let queries = randn([b, q, 5], seed ^ 3, &device) * 2.0;
+        let keys = randn([b, k, 3], seed ^ 4, &device) * 2.0;
+        let values = randn([b, k, 2], seed ^ 5, &device);
+        let valid_lens = Tensor::<1, Int>::from_data(TensorData::new(lens, [b]), &device);
+        let slow = attention
+            .forward(queries.clone(), keys.clone(), values.clone(), Some(valid_lens.clone().into()))
+            .unwrap();
+        let projected = attention.project_keys(keys, values, Some(valid_lens)).unwrap();
+        let fast = attention.attend(queries, &projected).unwrap();
+        for (what, a, b) in [
+            ("weights", slow.attention_weights, fast.attention_weights),
+            ("output", slow.output, fast.output),
+        ] {
+            let (a, b) = (a.try_into_vec_as::<f32>().unwrap(), b.try_into_vec_as::<f32>().unwrap());
+            for (x, y) in a.iter().zip(&b) {
+                prop_assert!((x - y).abs() <= 2e-6 + 2e-6 * x.abs(), "{what}: {x} vs {y}");
+                prop_assert_eq!(*x == 0.0, *y == 0.0, "{} masking differs: {} vs {}", what, x, y);
+            }
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! The Bahdanau model's shapes, loss, clipping, training, prediction,
+//! saving and errors (its numbers against PyTorch are in seq2seq_golden.rs).
+
+use burn::module::Module;
+use burn::optim::GradientsParams;
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use d2l_attention::bahdanau::*;
+use d2l_attention::data::randn;
+use d2l_attention::machine_translation::NmtData;
+
+fn ints<const D: usize>(data: Vec<i64>, shape: [usize; D], device: &Device) -> Tensor<D, Int> {
+    Tensor::from_data(TensorData::new(data, shape), device)
+}
+
+/// The shape check of seed notebook 000, In[28].
+#[test]
+fn shapes_match_the_seed() {
+    let device = Device::flex();
+    let config = Seq2SeqConfig::new(10, 8, 16, 2);
+    let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+    let x = Tensor::<2, Int>::zeros([4, 7], &device);
+    let encoded = encoder.forward(x.clone());
+    assert_eq!(encoded.outputs.dims(), [4, 7, 16]);
+    assert_eq!(encoded.state.dims(), [2, 4, 16]);
+    let decoded = decoder
+        .forward(x, decoder.init_state(encoded, None))
+        .unwrap();
+    assert_eq!(decoded.output.dims(), [4, 7, 10]);
+    assert_eq!(decoded.state.enc_outputs.dims(), [4, 7, 16]);
+    assert_eq!(decoded.state.hidden_state.dims(), [2, 4, 16]);
+    assert_eq!(decoded.attention_weights.dims(), [4, 7, 7]);
+}
+
+#[test]
+fn masked_loss_ignores_padding_and_has_its_closed_form() {
+    let device = Device::flex();
+    let label = ints(vec![1, 2, 3, 4, 0, 1, 2, 3], [2, 4], &device);
+    let valid_len = ints(vec![4, 2], [2], &device);
+    // Uniform scores over 5 classes: ln 5 per valid token, averaged over 4 steps.
+    let uniform = Tensor::<3>::zeros([2, 4, 5], &device);
+    let loss = masked_softmax_ce_loss(uniform, label.clone(), valid_len.clone());
+    let loss = loss.try_into_vec_as::<f64>().unwrap();
+    let ln5 = 5f64.ln();
+    assert!(
+        (loss[0] - ln5).abs() < 1e-6 && (loss[1] - ln5 * 2.0 / 4.0).abs() < 1e-6,
+        "{loss:?}"
+    );
+    // Scores at padded steps (sequence 1, steps 2 and 3) do not count.
+    let pred = randn([2, 4, 5], 1, &device);
+    let noise = randn([2, 4, 5], 2, &device) * 100.0;
+    let padded = Tensor::<1, Int>::arange(0..4, &device)
+        .reshape([1, 4, 1])
+        .expand([2, 4, 5])
+        .greater_equal(valid_len.clone().reshape([2, 1, 1]).expand([2, 4, 5]));
+    let changed = pred.clone() + noise.mask_fill(padded.bool_not(), 0.0);
+    let a = masked_softmax_ce_loss(pred, label.clone(), valid_len.clone());
+    let b = masked_softmax_ce_loss(changed, label, valid_len);
+    assert_eq!(
+        a.try_into_vec_as::<f32>().unwrap(),
+        b.try_into_vec_as::<f32>().unwrap()
+    );
+}
+
+#[test]
+fn clipping_rescales_the_global_norm_only_when_above_theta() {
+    let device = Device::flex().autodiff();
+    let model = Seq2SeqConfig::new(6, 3, 4, 1).init_encoder(&device);
+    let x = ints(vec![1, 2, 3, 4, 5, 0], [2, 3], &device);
+    let loss = || model.forward(x.clone()).outputs.sum() * 10.0;
+    let grads = || GradientsParams::from_grads(loss().backward(), &model);
+    let flat = |g: &GradientsParams| {
+        let mut all = Vec::new();
+        for layer in &model.rnn.layers {
+            for linear in [&layer.input, &layer.hidden] {
+                all.extend(
+                    g.get::<2>(linear.weight.id)
+                        .unwrap()
+                        .try_into_vec_as::<f64>()
+                        .unwrap(),
+                );
+            }
+        }
+        all
+    };
+    let mut g = grads();
+    let before = flat(&g);
+    let norm = grad_clipping(&model, &mut g, 0.5);
+    assert!(norm > 0.5, "the test needs a norm above theta, got {norm}");
+    let after = flat(&g);
+    for (b, a) in before.iter().zip(&after) {
+        assert!((a - b * 0.5 / norm).abs() < 1e-6, "{a} vs {b}·0.5/{norm}");
+    }
+    let mut g = grads();
+    assert_eq!(
+        grad_clipping(&model, &mut g, 0.5),
+        norm,
+        "the norm is the unclipped one"
+    );
+    // The clipped norm over all parameters is theta.
+    let mut again = g;
+    let clipped = grad_clipping(&model, &mut again, f64::INFINITY);
+    assert!((clipped - 0.5).abs() < 1e-5, "{clipped}");
+    // Under theta nothing changes.
+    let mut g = grads();
+    grad_clipping(&model, &mut g, norm * 2.0);
+    assert_eq!(flat(&g), before);
+}
+
+/// 20 steps on one tiny batch drive the loss far down.
+#[test]
+fn twenty_steps_on_a_tiny_batch_drive_the_loss_down() {
+    let device = Device::flex().autodiff();
+    let text = "go .\tva !\nhi .\tsalut !\nrun !\tcours !\nwho ?\tqui ?\n".repeat(2);
+    let data = NmtData::new(&text, 5, 8).unwrap();
+    let model = EncoderDecoder {
+        encoder: Seq2SeqConfig::new(data.src_vocab.len(), 8, 16, 2).init_encoder(&device),
+        decoder: Seq2SeqConfig::new(data.tgt_vocab.len(), 8, 16, 2).init_decoder(&device),
+    };
+    let config = TrainConfig::new().with_lr(0.02);
+    let bos = data.tgt_vocab.index("<bos>") as i64;
+    let mut optimizer = adam();
+    let batch = data.batches(8, 0, &device).remove(0);
+    let mut model = model;
+    let mut losses = Vec::new();
+    for _ in 0..20 {
+        let step = train_batch(model, &mut optimizer, batch.clone(), bos, &config).unwrap();
+        assert_eq!(step.num_tokens, 24, "3 tokens per target, 8 targets");
+        losses.push(step.loss_sum / step.num_tokens as f64);
+        model = step.model;
+    }
+    assert!(losses[19] < losses[0] * 0.3, "losses {losses:?}");
+    // It has learned the four pairs.
+    let model = model.valid();
+    for (src, tgt) in [("go .", "va !"), ("who ?", "qui ?")] {
+        let t = predict_seq2seq(
+            &model,
+            src,
+            &data.src_vocab,
+            &data.tgt_vocab,
+            5,
+            &device.clone().inner(),
+        )
+        .unwrap();
+        assert_eq!(t.text, tgt);
+    }
+}
+
+#[test]
+fn prediction_stops_and_its_weights_cover_the_valid_source() {
+    let device = Device::flex();
+    let text = "go .\tva !\nhi .\tsalut !\n".repeat(2);
+    let data = NmtData::new(&text, 6, 4).unwrap();
+    let model = EncoderDecoder {
+        encoder: Seq2SeqConfig::new(data.src_vocab.len(), 4, 8, 2).init_encoder(&device),
+        decoder: Seq2SeqConfig::new(data.tgt_vocab.len(), 4, 8, 2).init_decoder(&device),
+    };
+    for (sentence, valid) in [("go .", 3), ("Hi .", 3), ("go go go go go go go go", 6)] {
+        let t = predict_seq2seq(
+            &model,
+            sentence,
+            &data.src_vocab,
+            &data.tgt_vocab,
+            6,
+            &device,
+        )
+        .unwrap();
+        let [steps, keys] = t.attention_weights.dims();
+        assert_eq!(keys, 6);
+        let words = if t.text.is_empty() {
+            0
+        } else {
+            t.text.split(' ').count()
+        };
+        assert!(
+            steps == words + 1 || (steps == 6 && words == 6),
+            "{steps} steps for {:?}",
+            t.text
+        );
+        let w = t.attention_weights.try_into_vec_as::<f32>().unwrap();
+        for row in w.chunks(6) {
+            assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-5);
+            assert!(
+                row[valid..].iter().all(|&x| x == 0.0),
+                "{sentence}: {row:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_saved_model_loads_back_identical() {
+    let device = Device::flex();
+    let config = Seq2SeqConfig::new(9, 4, 8, 2);
+    let model = EncoderDecoder {
+        encoder: config.init_encoder(&device),
+        decoder: config.init_decoder(&device),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested/model.bpk");
+    save_model(&model, &path).unwrap();
+    let fresh = EncoderDecoder {
+        encoder: config.init_encoder(&device),
+        decoder: config.init_decoder(&device),
+    };
+    let loaded = fresh.try_load_file(&path).unwrap();
+    let x = ints(vec![1, 2, 3, 4, 5, 6], [2, 3], &device);
+    let out = |m: &EncoderDecoder| {
+        m.forward(x.clone(), x.clone(), None)
+            .unwrap()
+            .output
+            .try_into_vec_as::<f32>()
+            .unwrap()
+    };
+    assert_eq!(out(&model), out(&loaded));
+    // A file where the folder should be: an error that names it, nothing written.
+    let blocker = dir.path().join("file");
+    std::fs::write(&blocker, "x").unwrap();
+    let err = save_model(&model, &blocker.join("model.bpk"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("file"), "{err}");
+    assert_eq!(std::fs::read_to_string(&blocker).unwrap(), "x");
+}
+
+#[test]
+fn bad_states_and_devices_are_named() {
+    let device = Device::flex();
+    let config = Seq2SeqConfig::new(10, 8, 16, 2);
+    let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+    let x = Tensor::<2, Int>::zeros([4, 7], &device);
+    let mut state = decoder.init_state(encoder.forward(x.clone()), None);
+    state.hidden_state = Tensor::zeros([1, 4, 16], &device);
+    let err = decoder.forward(x.clone(), state).unwrap_err().to_string();
+    assert!(
+        err.contains("state.hidden_state") && err.contains("[2, 4, 16]"),
+        "{err}"
+    );
+    let state = decoder.init_state(encoder.forward(x.clone()), None);
+    let err = decoder
+        .forward(x.clone().narrow(0, 0, 3), state)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("state.hidden_state"), "{err}");
+    let state = decoder.init_state(
+        encoder.forward(x.clone()),
+        Some(ints(vec![8, 1, 1, 1], [4], &device)),
+    );
+    let err = decoder.forward(x, state).unwrap_err().to_string();
+    assert!(err.contains("valid_lens") && err.contains('8'), "{err}");
+    // Training without autodiff.
+    let text = "go .\tva !\nhi .\tsalut !\n".repeat(2);
+    let data = NmtData::new(&text, 5, 4).unwrap();
+    let model = EncoderDecoder { encoder, decoder };
+    let err = train_seq2seq(model, &data, &TrainConfig::new(), &device, |_| {}).unwrap_err();
+    assert!(err.to_string().contains("autodiff"), "{err}");
+}
