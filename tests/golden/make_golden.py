@@ -502,16 +502,23 @@ def case_j():
     r32 = [x.detach() for x in run(torch.float32)]
     enc_outputs, out, hidden_state, weights, loss = run(F64)
     drift = max(maxdiff(a, b) for a, b in zip(r32, (enc_outputs, out, hidden_state, weights, loss)))
-    # One training step as d2l's train_seq2seq: backward of the summed loss,
-    # clipping to a global norm of 1, Adam (lr 0.005, eps 1e-8).
-    loss.sum().backward()
+    # Two training steps as d2l's train_seq2seq on the same batch: backward of
+    # the summed loss, clipping to a global norm of 0.5 (below the first
+    # norm, so that clipping acts), Adam (lr 0.005, eps 1e-8).
     all_params = list(encoder.parameters()) + list(decoder.parameters())
-    grad_norm = torch.sqrt(sum((p.grad ** 2).sum() for p in all_params)).item()
-    torch.nn.utils.clip_grad_norm_(all_params, 1.0)
     optimizer = torch.optim.Adam(all_params, lr=0.005, eps=1e-8)
-    optimizer.step()
+    grad_norms = []
+    for _ in range(2):
+        optimizer.zero_grad()
+        run(F64)[-1].sum().backward()
+        grad_norms.append(torch.sqrt(sum((p.grad ** 2).sum() for p in all_params)).item())
+        torch.nn.utils.clip_grad_norm_(all_params, 0.5)
+        if not grad_norms[1:]:
+            clipped = {"decoder.dense.bias": t(decoder.dense.bias.grad),
+                       "decoder.attention.W_q": t(decoder.attention.W_q.weight.grad)}
+        optimizer.step()
     with torch.no_grad():
-        _, out_after, _, _, loss_after = run(F64)
+        loss_after = run(F64)[-1]
     write("case_j_seq2seq_attention.json", {
         "description": (
             "d2l's Seq2SeqEncoder and the seed's Seq2SeqAttentionDecoder (2-layer GRUs, no "
@@ -520,15 +527,17 @@ def case_j():
             "z, n; Linear (out, in)). enc_X (3,4), enc_valid_lens, Y (3,5), Y_valid_len; the "
             "decoder reads dec_X = [<bos>=1, Y[:, :-1]] (teacher forcing). Outputs: enc_outputs "
             "(3,4,6), dec_output (3,5,8), hidden_state (2,3,6), attention_weights (3,5,4), loss "
-            "(3,) = MaskedSoftmaxCELoss (mean over num_steps). Then loss.sum().backward(): "
-            "grad_norm is the global gradient norm before clipping to 1; one Adam step (lr 0.005, "
-            "eps 1e-8) gives loss_after (3,) on the same batch."),
+            "(3,) = MaskedSoftmaxCELoss (mean over num_steps). Then two training steps on the "
+            "same batch: loss.sum().backward(), clipping to a global norm of 0.5, Adam (lr 0.005, "
+            "eps 1e-8); grad_norms are the global gradient norms before clipping, loss_after (3,) "
+            "the loss after both steps; clipped_grads holds two gradients of the first step after "
+            "clipping (torch layout)."),
         "params": initial,
         "enc_X": t(enc_X), "enc_valid_lens": t(enc_valid_lens), "dec_X": t(dec_X),
         "Y": t(Y), "Y_valid_len": t(Y_valid_len),
         "enc_outputs": t(enc_outputs), "dec_output": t(out), "hidden_state": t(hidden_state),
         "attention_weights": t(weights), "loss": t(loss),
-        "grad_norm": grad_norm, "loss_after": t(loss_after),
+        "grad_norms": grad_norms, "clipped_grads": clipped, "loss_after": t(loss_after),
         "f32_vs_f64_max_abs_diff": drift,
     })
 

@@ -44,7 +44,11 @@ pub struct StackedGruConfig {
 
 impl StackedGruConfig {
     /// The layers, Xavier-initialised on `device`.
+    ///
+    /// # Panics
+    /// When `num_layers` is 0.
     pub fn init(&self, device: &Device) -> StackedGru {
+        assert!(self.num_layers > 0, "`num_layers` must be at least 1");
         let h = self.num_hiddens;
         let linear = |i, o| {
             LinearConfig::new(i, o)
@@ -125,9 +129,22 @@ impl StackedGru {
     /// Returns the last layer's outputs (batch_size, num_steps, num_hiddens)
     /// and the final state of every layer (num_layers, batch_size,
     /// num_hiddens).
+    ///
+    /// # Panics
+    /// When `inputs` has no steps or `state` has another shape (the
+    /// encoder and decoder check their inputs before they get here).
     pub fn forward(&self, inputs: Tensor<3>, state: Option<Tensor<3>>) -> (Tensor<3>, Tensor<3>) {
         let [batch_size, num_steps, _] = inputs.dims();
         let num_hiddens = self.layers[0].hidden.weight.dims()[0];
+        assert!(num_steps > 0, "`inputs` has no steps: {:?}", inputs.dims());
+        if let Some(state) = &state {
+            let expected = [self.layers.len(), batch_size, num_hiddens];
+            assert_eq!(
+                state.dims(),
+                expected,
+                "`state` must be (num_layers, batch_size, num_hiddens)"
+            );
+        }
         let state = state.unwrap_or_else(|| {
             Tensor::zeros(
                 [self.layers.len(), batch_size, num_hiddens],
@@ -218,6 +235,9 @@ pub struct Encoded {
 
 impl Seq2SeqEncoder {
     /// Encodes the source token indices `x` (batch_size, num_steps).
+    ///
+    /// # Panics
+    /// When `x` has no steps, or an index is not below the vocabulary size.
     pub fn forward(&self, x: Tensor<2, Int>) -> Encoded {
         let (outputs, state) = self.rnn.forward(self.embedding.forward(x), None);
         Encoded { outputs, state }
@@ -334,16 +354,34 @@ impl Seq2SeqAttentionDecoder {
     // ANCHOR_END: decoder_forward
 
     fn check_state(&self, x: &Tensor<2, Int>, state: &DecoderState) -> Result<(), AttentionError> {
-        let [batch_size, _] = x.dims();
+        let [batch_size, num_steps] = x.dims();
+        if num_steps == 0 {
+            return Err(AttentionError::Shape {
+                arg: "x",
+                got: x.dims().to_vec(),
+                expected: "(batch_size, num_steps) with at least one step".into(),
+            });
+        }
         let num_layers = self.rnn.layers.len();
         let num_hiddens = self.dense.weight.dims()[0];
-        let expected = [num_layers, batch_size, num_hiddens];
-        if state.hidden_state.dims() != expected {
+        let hidden = state.hidden_state.dims();
+        if hidden[0] != num_layers || hidden[2] != num_hiddens {
             return Err(AttentionError::Shape {
                 arg: "state.hidden_state",
-                got: state.hidden_state.dims().to_vec(),
-                expected: format!("(num_layers, batch_size, num_hiddens) = {expected:?}"),
+                got: hidden.to_vec(),
+                expected: format!(
+                    "(num_layers, batch_size, num_hiddens) = ({num_layers}, {batch_size}, {num_hiddens})"
+                ),
             });
+        }
+        if hidden[1] != batch_size {
+            return Err(AttentionError::mismatch(
+                "x",
+                x.dims().to_vec(),
+                "state.hidden_state",
+                hidden.to_vec(),
+                "the batch sizes (dimension 0 of `x`, 1 of the state) differ",
+            ));
         }
         let enc = state.enc_outputs.dims();
         if enc[0] != batch_size || enc[2] != num_hiddens {
@@ -393,6 +431,10 @@ impl EncoderDecoder {
 ///
 /// Returns each sequence's loss (batch_size,): its summed token losses
 /// divided by num_steps, as d2l does (not by the valid length).
+///
+/// # Panics
+/// When `label` is not (batch_size, num_steps) or `valid_len` not
+/// (batch_size,).
 // ANCHOR: masked_ce
 pub fn masked_softmax_ce_loss(
     pred: Tensor<3>,
@@ -421,13 +463,17 @@ pub fn masked_softmax_ce_loss(
 /// Adds up the squared entries of every parameter's gradient.
 struct SquaredNorm<'a> {
     grads: &'a GradientsParams,
-    total: f64,
+    total: Option<Tensor<1>>,
 }
 
 impl ModuleVisitor for SquaredNorm<'_> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
         if let Some(grad) = self.grads.get::<D>(param.id) {
-            self.total += grad.square().sum().into_scalar::<f64>();
+            let squares = grad.square().sum();
+            self.total = Some(match self.total.take() {
+                Some(total) => total + squares,
+                None => squares,
+            });
         }
     }
 }
@@ -449,11 +495,15 @@ impl ModuleVisitor for Scale<'_> {
 /// Rescales `grads` so that their norm over **all** parameters of `model`
 /// together is at most `theta` (d2l zh §8.5.5, `grad_clipping`; burn's
 /// own clipping works per parameter). Returns the norm before clipping.
+///
+/// # Panics
+/// When `theta` is not a positive number.
 // ANCHOR: grad_clipping
 pub fn grad_clipping<M: Module>(model: &M, grads: &mut GradientsParams, theta: f64) -> f64 {
-    let mut norm = SquaredNorm { grads, total: 0.0 };
-    model.visit(&mut norm);
-    let norm = norm.total.sqrt();
+    assert!(theta > 0.0, "`theta` must be positive, got {theta}");
+    let mut squares = SquaredNorm { grads, total: None };
+    model.visit(&mut squares);
+    let norm = squares.total.map_or(0.0, |t| t.into_scalar::<f64>().sqrt());
     if norm > theta {
         model.visit(&mut Scale {
             grads,
@@ -464,9 +514,17 @@ pub fn grad_clipping<M: Module>(model: &M, grads: &mut GradientsParams, theta: f
 }
 // ANCHOR_END: grad_clipping
 
-/// Why training stopped.
+/// Why training or translating could not go on.
 #[derive(Debug, thiserror::Error)]
-pub enum TrainError {
+pub enum Seq2SeqError {
+    /// An argument or setting is out of range.
+    #[error("invalid `{arg}`: {reason}")]
+    Invalid {
+        /// The argument or setting.
+        arg: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// Training needs gradients.
     #[error(
         "`device` is {0:?}, not an autodiff device: pass `device.autodiff()` and a model made on it"
@@ -503,6 +561,32 @@ pub struct TrainConfig {
     /// Seeds the order of the mini-batches.
     #[config(default = 0)]
     pub seed: u64,
+}
+
+impl TrainConfig {
+    /// Checks that the settings can train.
+    ///
+    /// # Errors
+    /// [`Seq2SeqError::Invalid`] naming a learning rate or clipping norm
+    /// that is not a positive number, or a batch size or epoch count of 0.
+    pub fn check(&self) -> Result<(), Seq2SeqError> {
+        let invalid = |arg, reason: &str| {
+            Err(Seq2SeqError::Invalid {
+                arg,
+                reason: reason.into(),
+            })
+        };
+        if !(self.lr > 0.0 && self.lr.is_finite()) {
+            return invalid("lr", &format!("{} is not a positive number", self.lr));
+        }
+        if self.clip_norm.is_nan() || self.clip_norm <= 0.0 {
+            return invalid("clip_norm", &format!("{} is not positive", self.clip_norm));
+        }
+        if self.batch_size == 0 || self.num_epochs == 0 {
+            return invalid("batch_size and num_epochs", "both must be at least 1");
+        }
+        Ok(())
+    }
 }
 
 /// What one epoch of training did.
@@ -550,7 +634,10 @@ pub struct Step {
 /// learning rate `config.lr`.
 ///
 /// # Errors
-/// [`TrainError::Attention`] when the batch does not fit the model.
+/// [`Seq2SeqError::NotAutodiff`] when the batch is not on an autodiff
+/// device; [`Seq2SeqError::Invalid`] for bad settings (see
+/// [`TrainConfig::check`]) or targets without steps;
+/// [`Seq2SeqError::Attention`] when the batch does not fit the model.
 // ANCHOR: train_batch
 pub fn train_batch(
     model: EncoderDecoder,
@@ -558,9 +645,10 @@ pub fn train_batch(
     batch: Batch,
     bos: i64,
     config: &TrainConfig,
-) -> Result<Step, TrainError> {
+) -> Result<Step, Seq2SeqError> {
     let [batch_size, num_steps] = batch.y.dims();
     let device = batch.y.device();
+    check_training(config, &device, num_steps)?;
     // Teacher forcing: the decoder reads <bos> and the target without its last token.
     let bos = Tensor::<2, Int>::full([batch_size, 1], bos, &device);
     let dec_input = Tensor::cat(vec![bos, batch.y.clone().narrow(1, 0, num_steps - 1)], 1);
@@ -580,6 +668,25 @@ pub fn train_batch(
 }
 // ANCHOR_END: train_batch
 
+/// The checks of [`train_batch`], before anything is computed.
+fn check_training(
+    config: &TrainConfig,
+    device: &Device,
+    num_steps: usize,
+) -> Result<(), Seq2SeqError> {
+    config.check()?;
+    if !device.is_autodiff() {
+        return Err(Seq2SeqError::NotAutodiff(device.clone()));
+    }
+    if num_steps == 0 {
+        return Err(Seq2SeqError::Invalid {
+            arg: "batch.y",
+            reason: "the targets have no steps".into(),
+        });
+    }
+    Ok(())
+}
+
 /// Trains `model` on `data` as d2l's `train_seq2seq` (zh §9.7.4): teacher
 /// forcing (the decoder reads `<bos>` and the target shifted right),
 /// [`masked_softmax_ce_loss`] summed over the batch, Adam (ε = 1e-8, as
@@ -589,18 +696,16 @@ pub fn train_batch(
 /// `model` must live on `device`, an autodiff device.
 ///
 /// # Errors
-/// [`TrainError::NotAutodiff`] on a device without autodiff;
-/// [`TrainError::Diverged`] when the loss is no longer finite.
+/// As [`train_batch`], and [`Seq2SeqError::Diverged`] when the loss is no
+/// longer finite.
 pub fn train_seq2seq(
     mut model: EncoderDecoder,
     data: &NmtData,
     config: &TrainConfig,
     device: &Device,
     mut on_epoch: impl FnMut(Epoch),
-) -> Result<EncoderDecoder, TrainError> {
-    if !device.is_autodiff() {
-        return Err(TrainError::NotAutodiff(device.clone()));
-    }
+) -> Result<EncoderDecoder, Seq2SeqError> {
+    check_training(config, device, 1)?;
     let mut optimizer = adam();
     let bos = data.tgt_vocab.index("<bos>") as i64;
     let (start, mut tokens) = (Instant::now(), 0);
@@ -616,7 +721,7 @@ pub fn train_seq2seq(
         tokens += epoch_tokens;
         let loss = loss_sum / epoch_tokens as f64;
         if !loss.is_finite() {
-            return Err(TrainError::Diverged { epoch, loss });
+            return Err(Seq2SeqError::Diverged { epoch, loss });
         }
         let seconds = start.elapsed().as_secs_f64();
         on_epoch(Epoch {
@@ -650,7 +755,9 @@ pub struct Translation {
 /// cut to `num_steps` with no `<eos>`.
 ///
 /// # Errors
-/// [`AttentionError`] when the vocabularies do not fit the model.
+/// [`Seq2SeqError::Invalid`] when `num_steps` is 0 or a vocabulary is
+/// larger than the model's (`src_vocab` than the encoder's embedding,
+/// `tgt_vocab` than the decoder's output layer).
 // ANCHOR: predict
 pub fn predict_seq2seq(
     model: &EncoderDecoder,
@@ -659,7 +766,8 @@ pub fn predict_seq2seq(
     tgt_vocab: &Vocab,
     num_steps: usize,
     device: &Device,
-) -> Result<Translation, AttentionError> {
+) -> Result<Translation, Seq2SeqError> {
+    check_vocabs(model, src_vocab, tgt_vocab, num_steps)?;
     let lowercase = src_sentence.to_lowercase();
     let mut src_tokens: Vec<usize> = lowercase.split(' ').map(|t| src_vocab.index(t)).collect();
     src_tokens.push(src_vocab.index("<eos>"));
@@ -694,6 +802,39 @@ pub fn predict_seq2seq(
     })
 }
 // ANCHOR_END: predict
+
+fn check_vocabs(
+    model: &EncoderDecoder,
+    src_vocab: &Vocab,
+    tgt_vocab: &Vocab,
+    num_steps: usize,
+) -> Result<(), Seq2SeqError> {
+    let src_size = model.encoder.embedding.weight.dims()[0];
+    let tgt_size = model.decoder.dense.weight.dims()[1];
+    let invalid = |arg, reason| Err(Seq2SeqError::Invalid { arg, reason });
+    if num_steps == 0 {
+        return invalid("num_steps", "must be at least 1".into());
+    }
+    if src_vocab.len() > src_size {
+        return invalid(
+            "src_vocab",
+            format!(
+                "{} tokens, but the encoder embeds {src_size}",
+                src_vocab.len()
+            ),
+        );
+    }
+    if tgt_vocab.len() > tgt_size {
+        return invalid(
+            "tgt_vocab",
+            format!(
+                "{} tokens, but the decoder scores {tgt_size}",
+                tgt_vocab.len()
+            ),
+        );
+    }
+    Ok(())
+}
 
 /// The listings of this section.
 pub const LISTINGS: &[Listing] = &[

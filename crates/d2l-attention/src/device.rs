@@ -147,6 +147,21 @@ pub fn parse_device(name: &str) -> Result<Device, DeviceError> {
     name.parse::<Backend>()?.device()
 }
 
+/// The name of the backend `device` computes on (with or without
+/// autodiff): `flex`, `libtorch`, … as [`Backend`] writes it, or burn's
+/// own description of a device that is not one of this build's CPU backends.
+pub fn name(device: &Device) -> String {
+    let inner = if device.is_autodiff() {
+        device.clone().inner()
+    } else {
+        device.clone()
+    };
+    Backend::compiled_cpu_backends()
+        .into_iter()
+        .find(|b| b.device().is_ok_and(|d| d == inner))
+        .map_or_else(|| format!("{inner:?}"), |b| b.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,19 +207,13 @@ mod tests {
     fn flex_is_always_there() {
         assert!(parse_device("flex").is_ok());
     }
-}
 
-/// The name of the backend `device` computes on (with or without
-/// autodiff): `flex`, `libtorch`, … as [`Backend`] writes it, or burn's
-/// own description of a device that is not one of this build's CPU backends.
-pub fn name(device: &Device) -> String {
-    let inner = if device.is_autodiff() {
-        device.clone().inner()
-    } else {
-        device.clone()
-    };
-    Backend::compiled_cpu_backends()
-        .into_iter()
-        .find(|b| b.device().is_ok_and(|d| d == inner))
-        .map_or_else(|| format!("{inner:?}"), |b| b.to_string())
+    #[test]
+    fn devices_are_named_by_their_backend() {
+        for backend in Backend::compiled_cpu_backends() {
+            let device = backend.device().unwrap();
+            assert_eq!(name(&device), backend.to_string());
+            assert_eq!(name(&device.autodiff()), backend.to_string());
+        }
+    }
 }

@@ -401,7 +401,7 @@ impl Vocab {
             });
             counts[i].1 += 1;
         }
-        counts.sort_by(|a, b| b.1.cmp(&a.1)); // stable: ties stay in order of first appearance
+        counts.sort_by_key(|c| std::cmp::Reverse(c.1)); // stable: ties stay in order of first appearance
         let mut vocab = Vocab {
             idx_to_token: Vec::new(),
             token_to_idx: HashMap::new(),

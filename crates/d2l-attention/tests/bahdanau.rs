@@ -1,15 +1,27 @@
 //! The Bahdanau model's shapes, loss, clipping, training, prediction,
 //! saving and errors (its numbers against PyTorch are in seq2seq_golden.rs).
 
-use burn::module::Module;
+use burn::module::{Module, ModuleMapper, Param};
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use d2l_attention::bahdanau::*;
-use d2l_attention::data::randn;
+use d2l_attention::data::{rand, randn};
 use d2l_attention::machine_translation::NmtData;
 
 fn ints<const D: usize>(data: Vec<i64>, shape: [usize; D], device: &Device) -> Tensor<D, Int> {
     Tensor::from_data(TensorData::new(data, shape), device)
+}
+
+/// Gives every parameter seeded values in [−0.4, 0.4), so that a test
+/// does not depend on burn's global generator (shared by parallel tests).
+struct SeededInit(u64);
+
+impl ModuleMapper for SeededInit {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        self.0 += 1;
+        let seed = self.0;
+        param.map(|t| ((rand(t.dims(), seed, &t.device()) - 0.5) * 0.8).require_grad())
+    }
 }
 
 /// The shape check of seed notebook 000, In[28].
@@ -115,7 +127,8 @@ fn twenty_steps_on_a_tiny_batch_drive_the_loss_down() {
     let model = EncoderDecoder {
         encoder: Seq2SeqConfig::new(data.src_vocab.len(), 8, 16, 2).init_encoder(&device),
         decoder: Seq2SeqConfig::new(data.tgt_vocab.len(), 8, 16, 2).init_decoder(&device),
-    };
+    }
+    .map(&mut SeededInit(0));
     let config = TrainConfig::new().with_lr(0.02);
     let bos = data.tgt_vocab.index("<bos>") as i64;
     let mut optimizer = adam();
@@ -154,8 +167,8 @@ fn prediction_stops_and_its_weights_cover_the_valid_source() {
         encoder: Seq2SeqConfig::new(data.src_vocab.len(), 4, 8, 2).init_encoder(&device),
         decoder: Seq2SeqConfig::new(data.tgt_vocab.len(), 4, 8, 2).init_decoder(&device),
     };
-    for (sentence, valid) in [("go .", 3), ("Hi .", 3), ("go go go go go go go go", 6)] {
-        let t = predict_seq2seq(
+    let predict = |sentence| {
+        predict_seq2seq(
             &model,
             sentence,
             &data.src_vocab,
@@ -163,7 +176,10 @@ fn prediction_stops_and_its_weights_cover_the_valid_source() {
             6,
             &device,
         )
-        .unwrap();
+        .unwrap()
+    };
+    for (sentence, valid) in [("go .", 3), ("hi .", 3), ("run fast now !", 5)] {
+        let t = predict(sentence);
         let [steps, keys] = t.attention_weights.dims();
         assert_eq!(keys, 6);
         let words = if t.text.is_empty() {
@@ -183,8 +199,34 @@ fn prediction_stops_and_its_weights_cover_the_valid_source() {
                 row[valid..].iter().all(|&x| x == 0.0),
                 "{sentence}: {row:?}"
             );
+            assert!(row[..valid].iter().all(|&x| x > 0.0), "{sentence}: {row:?}");
         }
     }
+    // The source is lowercased; a sentence longer than num_steps is cut
+    // (no <eos>) and attends everywhere.
+    let (upper, lower) = (predict("HI ."), predict("hi ."));
+    assert_eq!(upper.text, lower.text);
+    assert_eq!(
+        upper.attention_weights.try_into_vec_as::<f32>().unwrap(),
+        lower.attention_weights.try_into_vec_as::<f32>().unwrap()
+    );
+    let long = predict("go go go go go go go go");
+    let w = long.attention_weights.try_into_vec_as::<f32>().unwrap();
+    assert!(w.iter().all(|&x| x > 0.0), "{w:?}");
+    // Bad arguments are named.
+    let err = predict_seq2seq(&model, "go .", &data.src_vocab, &data.tgt_vocab, 0, &device);
+    assert!(err.unwrap_err().to_string().contains("num_steps"));
+    let small = Seq2SeqConfig::new(3, 4, 8, 1);
+    let small = EncoderDecoder {
+        encoder: small.init_encoder(&device),
+        decoder: small.init_decoder(&device),
+    };
+    let err = predict_seq2seq(&small, "go .", &data.src_vocab, &data.tgt_vocab, 6, &device);
+    let err = err.unwrap_err().to_string();
+    assert!(
+        err.contains("src_vocab") && err.contains("embeds 3"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -232,7 +274,7 @@ fn bad_states_and_devices_are_named() {
     state.hidden_state = Tensor::zeros([1, 4, 16], &device);
     let err = decoder.forward(x.clone(), state).unwrap_err().to_string();
     assert!(
-        err.contains("state.hidden_state") && err.contains("[2, 4, 16]"),
+        err.contains("state.hidden_state") && err.contains("(2, 4, 16)"),
         "{err}"
     );
     let state = decoder.init_state(encoder.forward(x.clone()), None);
@@ -251,6 +293,20 @@ fn bad_states_and_devices_are_named() {
     let text = "go .\tva !\nhi .\tsalut !\n".repeat(2);
     let data = NmtData::new(&text, 5, 4).unwrap();
     let model = EncoderDecoder { encoder, decoder };
-    let err = train_seq2seq(model, &data, &TrainConfig::new(), &device, |_| {}).unwrap_err();
+    let err =
+        train_seq2seq(model.clone(), &data, &TrainConfig::new(), &device, |_| {}).unwrap_err();
     assert!(err.to_string().contains("autodiff"), "{err}");
+    // Settings that cannot train.
+    let ad = device.autodiff();
+    let model = model.fork(&ad);
+    for (config, arg) in [
+        (TrainConfig::new().with_clip_norm(-1.0), "clip_norm"),
+        (TrainConfig::new().with_lr(f64::NAN), "lr"),
+        (TrainConfig::new().with_batch_size(0), "batch_size"),
+    ] {
+        let err = train_seq2seq(model.clone(), &data, &config, &ad, |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(arg), "{err}");
+    }
 }

@@ -1,17 +1,18 @@
 //! The Bahdanau encoder–decoder against PyTorch running d2l's code
 //! (tests/golden/case_j_seq2seq_attention.json): forward pass, masked loss,
-//! gradient norm and one clipped Adam step.
+//! gradient norms, clipped gradients and two clipped Adam steps.
 
 mod common;
 
 use burn::module::Param;
 use burn::nn::{DropoutConfig, Embedding, Linear};
+use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor};
 use common::{assert_close, devices, float, golden, int};
 use d2l_attention::attention_scoring::AdditiveAttention;
 use d2l_attention::bahdanau::{
     EncoderDecoder, GruLayer, Seq2SeqAttentionDecoder, Seq2SeqEncoder, StackedGru, TrainConfig,
-    adam, masked_softmax_ce_loss, train_batch,
+    adam, grad_clipping, masked_softmax_ce_loss, train_batch,
 };
 use d2l_attention::machine_translation::Batch;
 use serde_json::Value;
@@ -150,9 +151,64 @@ fn forward_and_loss_match_pytorch() {
     }
 }
 
+/// The gradients after clipping to a global norm of 0.5, against torch's
+/// `clip_grad_norm_`.
 #[test]
-fn one_clipped_adam_step_matches_pytorch() {
+fn clipped_gradients_match_pytorch() {
     let g = golden("case_j_seq2seq_attention.json");
+    for (backend, device) in devices() {
+        let device = device.autodiff();
+        let model = model(&g, &device);
+        let decoded = model
+            .forward(
+                int(&g["enc_X"], &device),
+                int(&g["dec_X"], &device),
+                Some(int(&g["enc_valid_lens"], &device)),
+            )
+            .unwrap();
+        let loss = masked_softmax_ce_loss(
+            decoded.output,
+            int(&g["Y"], &device),
+            int(&g["Y_valid_len"], &device),
+        );
+        let mut grads = GradientsParams::from_grads(loss.sum().backward(), &model);
+        grad_clipping(&model, &mut grads, 0.5);
+        let clipped = &g["clipped_grads"];
+        let bias = grads
+            .get::<1>(model.decoder.dense.bias.as_ref().unwrap().id)
+            .unwrap();
+        let w_q = grads
+            .get::<2>(model.decoder.attention.w_q.weight.id)
+            .unwrap();
+        let worst = assert_close(
+            "dense.bias",
+            bias,
+            &clipped["decoder.dense.bias"],
+            1e-6,
+            1e-5,
+        )
+        .max(assert_close(
+            "W_q",
+            w_q.transpose(),
+            &clipped["decoder.attention.W_q"],
+            1e-6,
+            1e-5,
+        ));
+        eprintln!("{backend}: clipped gradients off by {worst:e}");
+    }
+}
+
+/// Two steps, so that the second Adam update depends on the size of the
+/// clipped gradients (the first is their sign, up to ε).
+#[test]
+fn two_clipped_adam_steps_match_pytorch() {
+    let g = golden("case_j_seq2seq_attention.json");
+    let torch_norms: Vec<f64> = g["grad_norms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
     for (backend, device) in devices() {
         let device = device.autodiff();
         let batch = || Batch {
@@ -161,30 +217,37 @@ fn one_clipped_adam_step_matches_pytorch() {
             y: int(&g["Y"], &device),
             y_valid_len: int(&g["Y_valid_len"], &device),
         };
-        let config = TrainConfig::new();
-        let step = train_batch(model(&g, &device), &mut adam(), batch(), 1, &config).unwrap();
-        let loss_sum: f64 = common::array(&g["loss"]).1.iter().sum();
-        let grad_norm = g["grad_norm"].as_f64().unwrap();
-        assert!(
-            (step.loss_sum - loss_sum).abs() < 1e-5,
-            "{backend}: loss {} vs {loss_sum}",
-            step.loss_sum
-        );
-        assert!(
-            (step.grad_norm - grad_norm).abs() < 1e-5 * grad_norm.max(1.0),
-            "{backend}: grad norm {} vs PyTorch {grad_norm}",
-            step.grad_norm
-        );
-        assert_eq!(step.num_tokens, 10);
-        // The same batch after the update: the step moved every parameter alike.
+        let config = TrainConfig::new().with_clip_norm(0.5);
+        let mut optimizer = adam();
+        let mut model = model(&g, &device);
+        let mut norms = Vec::new();
+        for i in 0..2 {
+            let step = train_batch(model, &mut optimizer, batch(), 1, &config).unwrap();
+            if i == 0 {
+                let loss_sum: f64 = common::array(&g["loss"]).1.iter().sum();
+                assert!(
+                    (step.loss_sum - loss_sum).abs() < 1e-5,
+                    "{backend}: loss {} vs {loss_sum}",
+                    step.loss_sum
+                );
+            }
+            assert_eq!(step.num_tokens, 10);
+            norms.push(step.grad_norm);
+            model = step.model;
+        }
+        for (ours, torch) in norms.iter().zip(&torch_norms) {
+            assert!(
+                (ours - torch).abs() < 1e-5 * torch.max(1.0),
+                "{backend}: grad norms {norms:?} vs PyTorch {torch_norms:?}"
+            );
+        }
         let b = batch();
         let dec_x = int(&g["dec_X"], &device);
-        let after = step.model.forward(b.x, dec_x, Some(b.x_valid_len)).unwrap();
+        let after = model.forward(b.x, dec_x, Some(b.x_valid_len)).unwrap();
         let loss_after = masked_softmax_ce_loss(after.output, b.y, b.y_valid_len);
         let worst = assert_close("loss_after", loss_after, &g["loss_after"], 1e-4, 1e-4);
         eprintln!(
-            "{backend}: grad norm {} (PyTorch {grad_norm}), loss after step off by {worst:e}",
-            step.grad_norm
+            "{backend}: grad norms {norms:?} (PyTorch {torch_norms:?}), loss after two steps off by {worst:e}"
         );
     }
 }
