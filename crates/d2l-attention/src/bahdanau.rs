@@ -163,6 +163,22 @@ impl StackedGru {
         }
         (x.swap_dims(0, 1), Tensor::cat(finals, 0))
     }
+
+    /// One step, as a decoder takes them: `x` (batch_size, input_size) and
+    /// `state` (num_layers, batch_size, num_hiddens) give the top layer's
+    /// output (batch_size, num_hiddens) and the new state.
+    pub fn step(&self, x: Tensor<2>, state: Tensor<3>) -> (Tensor<2>, Tensor<3>) {
+        let mut x = x;
+        let mut states = Vec::with_capacity(self.layers.len());
+        for (i, (layer, h)) in self.layers.iter().zip(state.iter_dim(0)).enumerate() {
+            if i > 0 {
+                x = self.dropout.forward(x);
+            }
+            x = layer.step(layer.input.forward(x), h.squeeze_dim(0));
+            states.push(x.clone());
+        }
+        (x, Tensor::stack(states, 0))
+    }
 }
 
 /// Configuration shared by [`Seq2SeqEncoder`] and
@@ -319,7 +335,6 @@ impl Seq2SeqAttentionDecoder {
             mut hidden_state,
             enc_valid_lens,
         } = state;
-        let num_layers = hidden_state.dims()[0];
         let embedded = self.embedding.forward(x); // (batch_size, num_steps, embed_size)
         let (mut outputs, mut weights) = (Vec::new(), Vec::new());
         // The keys (the encoder's outputs) are the same at every step.
@@ -328,17 +343,19 @@ impl Seq2SeqAttentionDecoder {
             enc_outputs.clone(),
             enc_valid_lens.clone(),
         )?;
+        // The first query is the top layer of the encoder's final state.
+        let num_layers = hidden_state.dims()[0];
+        let mut query = hidden_state
+            .clone()
+            .narrow(0, num_layers - 1, 1)
+            .swap_dims(0, 1);
         for x in embedded.iter_dim(1) {
-            // The query is the last layer's state from the previous step.
-            let query = hidden_state
-                .clone()
-                .narrow(0, num_layers - 1, 1)
-                .swap_dims(0, 1);
             let attended = self.attention.attend(query, &keys)?; // context: (batch_size, 1, num_hiddens)
-            let input = Tensor::cat(vec![attended.output, x], 2);
-            let (out, next) = self.rnn.forward(input, Some(hidden_state));
+            let input = Tensor::cat(vec![attended.output, x], 2).squeeze_dim(1);
+            let (out, next) = self.rnn.step(input, hidden_state);
             hidden_state = next;
-            outputs.push(out);
+            query = out.unsqueeze_dim(1); // the top layer's new state
+            outputs.push(query.clone());
             weights.push(attended.attention_weights);
         }
         Ok(Decoded {
@@ -460,6 +477,7 @@ pub fn masked_softmax_ce_loss(
 }
 // ANCHOR_END: masked_ce
 
+// ANCHOR: grad_clipping
 /// Adds up the squared entries of every parameter's gradient.
 struct SquaredNorm<'a> {
     grads: &'a GradientsParams,
@@ -498,7 +516,6 @@ impl ModuleVisitor for Scale<'_> {
 ///
 /// # Panics
 /// When `theta` is not a positive number.
-// ANCHOR: grad_clipping
 pub fn grad_clipping<M: Module>(model: &M, grads: &mut GradientsParams, theta: f64) -> f64 {
     assert!(theta > 0.0, "`theta` must be positive, got {theta}");
     let mut squares = SquaredNorm { grads, total: None };
@@ -698,6 +715,7 @@ fn check_training(
 /// # Errors
 /// As [`train_batch`], and [`Seq2SeqError::Diverged`] when the loss is no
 /// longer finite.
+// ANCHOR: train_seq2seq
 pub fn train_seq2seq(
     mut model: EncoderDecoder,
     data: &NmtData,
@@ -733,6 +751,7 @@ pub fn train_seq2seq(
     }
     Ok(model)
 }
+// ANCHOR_END: train_seq2seq
 
 /// A translation and where the decoder looked while writing it.
 #[derive(Clone, Debug)]
