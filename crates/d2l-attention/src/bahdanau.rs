@@ -989,19 +989,29 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     }
     // ANCHOR_END: translate
     // ANCHOR: heatmap
-    let weights = translation.expect("four examples").attention_weights;
-    let num_src = EXAMPLES[3].0.split(' ').count() + 1; // the source tokens and <eos>
-    let [num_queries, _] = weights.dims();
+    let translation = translation.expect("four examples");
+    let source: Vec<&str> = EXAMPLES[3].0.split(' ').chain(["<eos>"]).collect();
+    let written: Vec<&str> = translation.text.split(' ').chain(["<eos>"]).collect();
+    let weights = translation.attention_weights.narrow(1, 0, source.len()); // drop the padding
+    let [num_queries, num_keys] = weights.dims();
     let figure = show_heatmaps(
-        &weights
-            .narrow(1, 0, num_src)
-            .reshape([1, 1, num_queries, num_src]),
+        &weights.clone().reshape([1, 1, num_queries, num_keys]),
         "Key positions",
         "Query positions",
         None,
         (2.5, 2.5),
         Cmap::Reds,
     )?;
+    // For each token written, the source token it attended to most.
+    let rows = weights.try_into_vec_as::<f32>()?;
+    for (token, row) in written.iter().zip(rows.chunks(num_keys)) {
+        let (key, weight) =
+            row.iter().enumerate().fold(
+                (0, 0.0),
+                |best, (k, &w)| if w > best.1 { (k, w) } else { best },
+            );
+        writeln!(out, "{token:>6} <- {:<6} ({weight:.2})", source[key])?;
+    }
     // ANCHOR_END: heatmap
     out.figure("bahdanau-heatmap", figure);
     Ok(())
