@@ -310,3 +310,43 @@ fn bad_states_and_devices_are_named() {
         assert!(err.contains(arg), "{err}");
     }
 }
+
+/// `train_batch` skips the padding past the longest source (for the keys)
+/// and target; the loss and the gradient stay those of the full batch.
+#[test]
+fn skipping_padding_changes_neither_loss_nor_gradient() {
+    let device = Device::flex().autodiff();
+    let model = EncoderDecoder {
+        encoder: Seq2SeqConfig::new(9, 4, 8, 2).init_encoder(&device),
+        decoder: Seq2SeqConfig::new(9, 4, 8, 2).init_decoder(&device),
+    }
+    .map(&mut SeededInit(100));
+    let batch = d2l_attention::machine_translation::Batch {
+        x: ints(vec![3, 4, 2, 0, 0, 0, 5, 2, 0, 0, 0, 0], [2, 6], &device),
+        x_valid_len: ints(vec![3, 2], [2], &device),
+        y: ints(vec![6, 7, 8, 2, 0, 0, 5, 2, 0, 0, 0, 0], [2, 6], &device),
+        y_valid_len: ints(vec![4, 2], [2], &device),
+    };
+    // The full computation, padding included.
+    let bos = Tensor::<2, Int>::full([2, 1], 1, &device);
+    let dec_x = Tensor::cat(vec![bos, batch.y.clone().narrow(1, 0, 5)], 1);
+    let decoded = model
+        .forward(batch.x.clone(), dec_x, Some(batch.x_valid_len.clone()))
+        .unwrap();
+    let loss =
+        masked_softmax_ce_loss(decoded.output, batch.y.clone(), batch.y_valid_len.clone()).sum();
+    let full_loss = loss.clone().into_scalar::<f64>();
+    let mut grads = GradientsParams::from_grads(loss.backward(), &model);
+    let full_norm = grad_clipping(&model, &mut grads, f64::INFINITY);
+    let step = train_batch(model, &mut adam(), batch, 1, &TrainConfig::new()).unwrap();
+    assert!(
+        (step.loss_sum - full_loss).abs() < 1e-6 * full_loss,
+        "{} vs {full_loss}",
+        step.loss_sum
+    );
+    assert!(
+        (step.grad_norm - full_norm).abs() < 1e-5 * full_norm,
+        "{} vs {full_norm}",
+        step.grad_norm
+    );
+}
