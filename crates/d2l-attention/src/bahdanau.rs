@@ -165,19 +165,18 @@ impl StackedGru {
     }
 
     /// One step, as a decoder takes them: `x` (batch_size, input_size) and
-    /// `state` (num_layers, batch_size, num_hiddens) give the top layer's
-    /// output (batch_size, num_hiddens) and the new state.
-    pub fn step(&self, x: Tensor<2>, state: Tensor<3>) -> (Tensor<2>, Tensor<3>) {
+    /// each layer's state (batch_size, num_hiddens), bottom first, give the
+    /// top layer's output (batch_size, num_hiddens); `states` are updated.
+    pub fn step(&self, x: Tensor<2>, states: &mut [Tensor<2>]) -> Tensor<2> {
         let mut x = x;
-        let mut states = Vec::with_capacity(self.layers.len());
-        for (i, (layer, h)) in self.layers.iter().zip(state.iter_dim(0)).enumerate() {
+        for (i, (layer, h)) in self.layers.iter().zip(states.iter_mut()).enumerate() {
             if i > 0 {
                 x = self.dropout.forward(x);
             }
-            x = layer.step(layer.input.forward(x), h.squeeze_dim(0));
-            states.push(x.clone());
+            x = layer.step(layer.input.forward(x), h.clone());
+            *h = x.clone();
         }
-        (x, Tensor::stack(states, 0))
+        x
     }
 }
 
@@ -332,7 +331,7 @@ impl Seq2SeqAttentionDecoder {
         self.check_state(&x, &state)?;
         let DecoderState {
             enc_outputs,
-            mut hidden_state,
+            hidden_state,
             enc_valid_lens,
         } = state;
         let embedded = self.embedding.forward(x); // (batch_size, num_steps, embed_size)
@@ -344,20 +343,21 @@ impl Seq2SeqAttentionDecoder {
             enc_valid_lens.clone(),
         )?;
         // The first query is the top layer of the encoder's final state.
-        let num_layers = hidden_state.dims()[0];
-        let mut query = hidden_state
+        let mut states: Vec<Tensor<2>> =
+            hidden_state.iter_dim(0).map(|h| h.squeeze_dim(0)).collect();
+        let mut query = states
+            .last()
+            .expect("at least one layer")
             .clone()
-            .narrow(0, num_layers - 1, 1)
-            .swap_dims(0, 1);
+            .unsqueeze_dim(1);
         for x in embedded.iter_dim(1) {
             let attended = self.attention.attend(query, &keys)?; // context: (batch_size, 1, num_hiddens)
             let input = Tensor::cat(vec![attended.output, x], 2).squeeze_dim(1);
-            let (out, next) = self.rnn.step(input, hidden_state);
-            hidden_state = next;
-            query = out.unsqueeze_dim(1); // the top layer's new state
+            query = self.rnn.step(input, &mut states).unsqueeze_dim(1); // the top layer's new state
             outputs.push(query.clone());
             weights.push(attended.attention_weights);
         }
+        let hidden_state = Tensor::stack(states, 0);
         Ok(Decoded {
             output: self.dense.forward(Tensor::cat(outputs, 1)),
             state: DecoderState {
