@@ -342,7 +342,9 @@ impl AdditiveAttention {
     /// Attention pooling of `values` (batch_size, num_keys, value_size) for
     /// `queries` (batch_size, num_queries, query_size) over `keys`
     /// (batch_size, num_keys, key_size), masked by `valid_lens` as in
-    /// [`masked_softmax`].
+    /// [`masked_softmax`]: [`AdditiveAttention::project_keys`] followed by
+    /// [`AdditiveAttention::attend`], which computes [`AdditiveAttention::scores`]
+    /// in a faster form.
     ///
     /// # Errors
     /// [`AttentionError`] when the batch sizes differ, keys and values
@@ -356,24 +358,8 @@ impl AdditiveAttention {
         valid_lens: Option<ValidLens>,
     ) -> Result<Attended, AttentionError> {
         check_qkv(&queries, &keys, &values)?;
-        let [query_size, _] = self.w_q.weight.dims();
-        let [key_size, _] = self.w_k.weight.dims();
-        if queries.dims()[2] != query_size {
-            return Err(AttentionError::Shape {
-                arg: "queries",
-                got: queries.dims().to_vec(),
-                expected: format!("query_size {query_size}"),
-            });
-        }
-        if keys.dims()[2] != key_size {
-            return Err(AttentionError::Shape {
-                arg: "keys",
-                got: keys.dims().to_vec(),
-                expected: format!("key_size {key_size}"),
-            });
-        }
-        let weights = masked_softmax(self.scores(queries, keys), valid_lens)?;
-        Ok(pool(&self.dropout, weights, values))
+        let projected = self.project(keys, values, valid_lens, queries.dims()[1])?;
+        self.attend(queries, &projected)
     }
 
     /// Prepares `keys` (batch_size, num_keys, key_size), `values`
@@ -390,6 +376,18 @@ impl AdditiveAttention {
         values: Tensor<3>,
         valid_lens: Option<Tensor<1, Int>>,
     ) -> Result<ProjectedKeys, AttentionError> {
+        self.project(keys, values, valid_lens.map(ValidLens::from), 1)
+    }
+
+    /// [`AdditiveAttention::project_keys`] for `num_queries` queries, so
+    /// that per-query valid lengths work too.
+    fn project(
+        &self,
+        keys: Tensor<3>,
+        values: Tensor<3>,
+        valid_lens: Option<ValidLens>,
+        num_queries: usize,
+    ) -> Result<ProjectedKeys, AttentionError> {
         check_qkv(&keys, &keys, &values)?;
         let [key_size, _] = self.w_k.weight.dims();
         let [batch_size, num_keys, _] = keys.dims();
@@ -402,7 +400,7 @@ impl AdditiveAttention {
         }
         let device = keys.device();
         let mask = valid_lens
-            .map(|lens| ValidLens::from(lens).mask(batch_size, 1, num_keys, &device))
+            .map(|lens| lens.mask(batch_size, num_queries, num_keys, &device))
             .transpose()?;
         Ok(ProjectedKeys {
             keys: (self.w_k.forward(keys) * 2.0).unsqueeze_dim(1),
@@ -419,11 +417,12 @@ impl AdditiveAttention {
     ///
     /// It computes tanh(x) as 2σ(2x) − 1, folding the factors 2 into the
     /// three weight matrices once per [`AdditiveAttention::project_keys`]
-    /// (the −1 shifts every score of a row alike, which softmax ignores). flex evaluates tanh entry by entry with libm's `tanhf`,
-    /// once forward and again in the backward pass; its sigmoid is a
-    /// cheaper `expf`. In our measurements this alone made the Bahdanau
-    /// training about 40% faster on flex. The
-    /// weights agree with [`AdditiveAttention::forward`]'s to rounding.
+    /// (the −1 shifts every score of a row alike, which softmax ignores).
+    /// flex evaluates tanh entry by entry with libm's `tanhf`, once forward
+    /// and again in the backward pass; its sigmoid is a cheaper `expf`. In
+    /// our measurements this alone made the Bahdanau training about 40%
+    /// faster on flex. The weights agree with those of [`masked_softmax`]
+    /// over [`AdditiveAttention::scores`] to rounding.
     ///
     /// # Errors
     /// [`AttentionError::Shape`] when `queries` has another batch size or
@@ -443,11 +442,19 @@ impl AdditiveAttention {
             });
         }
         let [b, num_queries, d] = queries.dims();
-        if b != batch_size || d != query_size {
+        if d != query_size {
             return Err(AttentionError::Shape {
                 arg: "queries",
                 got: queries.dims().to_vec(),
-                expected: format!("({batch_size}, num_queries, {query_size})"),
+                expected: format!("query_size {query_size}"),
+            });
+        }
+        let mask_queries = projected.mask.as_ref().map_or(1, |m| m.dims()[1]);
+        if b != batch_size || (mask_queries != 1 && mask_queries != num_queries) {
+            return Err(AttentionError::Shape {
+                arg: "queries",
+                got: queries.dims().to_vec(),
+                expected: format!("({batch_size}, {mask_queries}, {query_size})"),
             });
         }
         let queries = linear(queries, projected.w_q.clone(), None).unsqueeze_dim::<4>(2);
@@ -472,7 +479,8 @@ pub struct ProjectedKeys {
     keys: Tensor<4>,
     /// (batch_size, num_keys, value_size).
     values: Tensor<3>,
-    /// True past each sequence's valid length: (batch_size, 1, num_keys).
+    /// True at or past each valid length: (batch_size, num_queries,
+    /// num_keys), where num_queries is 1 for [`AdditiveAttention::project_keys`].
     mask: Option<Tensor<3, Bool>>,
     /// 2·W_q, (query_size, num_hiddens).
     w_q: Tensor<2>,

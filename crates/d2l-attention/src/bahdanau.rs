@@ -18,7 +18,9 @@ use burn::tensor::{
     activation::{log_softmax, sigmoid},
 };
 
-use crate::attention_scoring::{AdditiveAttention, AdditiveAttentionConfig, AttentionError};
+use crate::attention_scoring::{
+    AdditiveAttention, AdditiveAttentionConfig, AttentionError, ValidLens,
+};
 use crate::listing::{Listing, Output};
 use crate::machine_translation::{Batch, NmtData, Vocab, bleu, load_fra_eng, truncate_pad};
 use crate::{Axes, Cmap, Series, plot, show_heatmaps};
@@ -449,31 +451,32 @@ impl EncoderDecoder {
 /// Returns each sequence's loss (batch_size,): its summed token losses
 /// divided by num_steps, as d2l does (not by the valid length).
 ///
+/// # Errors
+/// [`AttentionError`] when `valid_len` is not (batch_size,) or holds a
+/// length outside 0..=num_steps.
+///
 /// # Panics
-/// When `label` is not (batch_size, num_steps) or `valid_len` not
-/// (batch_size,).
+/// When `label` is not (batch_size, num_steps).
 // ANCHOR: masked_ce
 pub fn masked_softmax_ce_loss(
     pred: Tensor<3>,
     label: Tensor<2, Int>,
     valid_len: Tensor<1, Int>,
-) -> Tensor<1> {
+) -> Result<Tensor<1>, AttentionError> {
     let [batch_size, num_steps, _] = pred.dims();
+    let device = pred.device();
     let token_loss = log_softmax(pred, 2)
         .gather(2, label.unsqueeze_dim(2))
         .reshape([batch_size, num_steps])
         .neg();
-    let positions = Tensor::<1, Int>::arange(0..num_steps as i64, &token_loss.device())
-        .unsqueeze::<2>()
-        .expand([batch_size, num_steps]);
-    let valid = positions.lower(
-        valid_len
-            .unsqueeze_dim::<2>(1)
-            .expand([batch_size, num_steps]),
-    );
-    (token_loss * valid.float())
+    // The padding mask of masked_softmax, one row per sequence.
+    let padding = ValidLens::from(valid_len)
+        .mask(batch_size, 1, num_steps, &device)?
+        .reshape([batch_size, num_steps]);
+    Ok(token_loss
+        .mask_fill(padding, 0.0)
         .mean_dim(1)
-        .reshape([batch_size])
+        .reshape([batch_size]))
 }
 // ANCHOR_END: masked_ce
 
@@ -690,7 +693,7 @@ pub fn train_batch(
     let num_tokens = batch.y_valid_len.clone().sum().into_scalar::<i64>() as usize;
     let label = batch.y.narrow(1, 0, tgt_len);
     // Rescaled so that each sequence's loss is still averaged over num_steps.
-    let loss = masked_softmax_ce_loss(decoded.output, label, batch.y_valid_len).sum()
+    let loss = masked_softmax_ce_loss(decoded.output, label, batch.y_valid_len)?.sum()
         * (tgt_len as f64 / num_steps as f64);
     let loss_sum = loss.clone().into_scalar::<f64>();
     let mut grads = GradientsParams::from_grads(loss.backward(), &model);
@@ -974,8 +977,8 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         last.seconds
     )?;
     // ANCHOR_END: train
-    let curve: Vec<(f64, f64)> = epochs.iter().map(|e| (e.epoch as f64, e.loss)).collect();
-    let (x, y): (Vec<f64>, Vec<f64>) = curve.into_iter().unzip();
+    let x: Vec<f64> = epochs.iter().map(|e| e.epoch as f64).collect();
+    let y: Vec<f64> = epochs.iter().map(|e| e.loss).collect();
     out.figure(
         "bahdanau-loss",
         plot(

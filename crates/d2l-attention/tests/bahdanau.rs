@@ -50,7 +50,7 @@ fn masked_loss_ignores_padding_and_has_its_closed_form() {
     let valid_len = ints(vec![4, 2], [2], &device);
     // Uniform scores over 5 classes: ln 5 per valid token, averaged over 4 steps.
     let uniform = Tensor::<3>::zeros([2, 4, 5], &device);
-    let loss = masked_softmax_ce_loss(uniform, label.clone(), valid_len.clone());
+    let loss = masked_softmax_ce_loss(uniform, label.clone(), valid_len.clone()).unwrap();
     let loss = loss.try_into_vec_as::<f64>().unwrap();
     let ln5 = 5f64.ln();
     assert!(
@@ -65,12 +65,19 @@ fn masked_loss_ignores_padding_and_has_its_closed_form() {
         .expand([2, 4, 5])
         .greater_equal(valid_len.clone().reshape([2, 1, 1]).expand([2, 4, 5]));
     let changed = pred.clone() + noise.mask_fill(padded.bool_not(), 0.0);
-    let a = masked_softmax_ce_loss(pred, label.clone(), valid_len.clone());
-    let b = masked_softmax_ce_loss(changed, label, valid_len);
+    let a = masked_softmax_ce_loss(pred, label.clone(), valid_len.clone()).unwrap();
+    let b = masked_softmax_ce_loss(changed, label.clone(), valid_len).unwrap();
     assert_eq!(
         a.try_into_vec_as::<f32>().unwrap(),
         b.try_into_vec_as::<f32>().unwrap()
     );
+    // A valid length past num_steps is an error, not a silent clamp.
+    let err = masked_softmax_ce_loss(
+        randn([2, 4, 5], 3, &device),
+        label,
+        ints(vec![5, 1], [2], &device),
+    );
+    assert!(err.unwrap_err().to_string().contains("valid_lens"));
 }
 
 #[test]
@@ -333,8 +340,9 @@ fn skipping_padding_changes_neither_loss_nor_gradient() {
     let decoded = model
         .forward(batch.x.clone(), dec_x, Some(batch.x_valid_len.clone()))
         .unwrap();
-    let loss =
-        masked_softmax_ce_loss(decoded.output, batch.y.clone(), batch.y_valid_len.clone()).sum();
+    let loss = masked_softmax_ce_loss(decoded.output, batch.y.clone(), batch.y_valid_len.clone())
+        .unwrap()
+        .sum();
     let full_loss = loss.clone().into_scalar::<f64>();
     let mut grads = GradientsParams::from_grads(loss.backward(), &model);
     let full_norm = grad_clipping(&model, &mut grads, f64::INFINITY);

@@ -203,10 +203,11 @@ fn additive_attention_checks_the_configured_sizes() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
 
-    /// The decoder's fast path (keys projected once, tanh as 2σ(2x) − 1)
-    /// gives the weights and output of `AdditiveAttention::forward`.
+    /// `forward` and the decoder's path (keys projected once, tanh as
+    /// 2σ(2x) − 1) give the weights and output of `masked_softmax` over the
+    /// tanh `scores`.
     #[test]
-    fn attend_agrees_with_forward(
+    fn forward_and_attend_agree_with_masked_softmax_of_scores(
         (b, q, k, seed) in (1usize..4, 1usize..4, 1usize..7, any::<u64>()),
         lens in proptest::collection::vec(0i64..7, 3),
     ) {
@@ -222,14 +223,22 @@ proptest! {
         let keys = randn([b, k, 3], seed ^ 4, &device) * 2.0;
         let values = randn([b, k, 2], seed ^ 5, &device);
         let valid_lens = Tensor::<1, Int>::from_data(TensorData::new(lens, [b]), &device);
-        let slow = attention
+        let weights = masked_softmax(
+            attention.scores(queries.clone(), keys.clone()),
+            Some(valid_lens.clone().into()),
+        )
+        .unwrap();
+        let output = weights.clone().matmul(values.clone());
+        let forward = attention
             .forward(queries.clone(), keys.clone(), values.clone(), Some(valid_lens.clone().into()))
             .unwrap();
         let projected = attention.project_keys(keys, values, Some(valid_lens)).unwrap();
         let fast = attention.attend(queries, &projected).unwrap();
         for (what, a, b) in [
-            ("weights", slow.attention_weights, fast.attention_weights),
-            ("output", slow.output, fast.output),
+            ("forward weights", weights.clone(), forward.attention_weights),
+            ("forward output", output.clone(), forward.output),
+            ("attend weights", weights, fast.attention_weights),
+            ("attend output", output, fast.output),
         ] {
             let (a, b) = (a.try_into_vec_as::<f32>().unwrap(), b.try_into_vec_as::<f32>().unwrap());
             for (x, y) in a.iter().zip(&b) {
