@@ -407,36 +407,37 @@ def case_h():
 class Seq2SeqEncoder(nn.Module):
     """d2l zh 9.7's encoder: Embedding, then a multi-layer GRU (time first)."""
 
-    def __init__(self, vocab_size, embed_size, num_hiddens, num_layers):
+    def __init__(self, vocab_size, embed_size, num_hiddens, num_layers, dropout=0.0):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, embed_size)
-        self.rnn = nn.GRU(embed_size, num_hiddens, num_layers)
+        self.rnn = nn.GRU(embed_size, num_hiddens, num_layers, dropout=dropout)
 
     def forward(self, X):
         return self.rnn(self.embedding(X).permute(1, 0, 2))
 
 
 class AdditiveAttention(nn.Module):
-    def __init__(self, num_hiddens):
+    def __init__(self, num_hiddens, dropout=0.0):
         super().__init__()
         self.W_k = nn.Linear(num_hiddens, num_hiddens, bias=False)
         self.W_q = nn.Linear(num_hiddens, num_hiddens, bias=False)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)
+        self.dropout = nn.Dropout(dropout)
 
     def forward(self, queries, keys, values, valid_lens):
         scores = additive_scores(queries, keys, self.W_q.weight, self.W_k.weight, self.w_v.weight)
         self.attention_weights = masked_softmax(scores, valid_lens)
-        return torch.bmm(self.attention_weights, values)
+        return torch.bmm(self.dropout(self.attention_weights), values)
 
 
 class Seq2SeqAttentionDecoder(nn.Module):
-    """The decoder of seed notebook 000, In[27] (d2l zh 10.4.2), without dropout."""
+    """The decoder of seed notebook 000, In[27] (d2l zh 10.4.2)."""
 
-    def __init__(self, vocab_size, embed_size, num_hiddens, num_layers):
+    def __init__(self, vocab_size, embed_size, num_hiddens, num_layers, dropout=0.0):
         super().__init__()
-        self.attention = AdditiveAttention(num_hiddens)
+        self.attention = AdditiveAttention(num_hiddens, dropout)
         self.embedding = nn.Embedding(vocab_size, embed_size)
-        self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers)
+        self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers, dropout=dropout)
         self.dense = nn.Linear(num_hiddens, vocab_size)
 
     def forward(self, X, enc_outputs, hidden_state, enc_valid_lens):

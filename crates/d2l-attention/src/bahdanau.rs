@@ -72,8 +72,7 @@ impl StackedGruConfig {
 
 /// One GRU layer with its three gates side by side, as torch stores them:
 /// the reset gate r, the update gate z and the candidate n (d2l zh §9.1).
-/// One matrix product serves all three gates, and the input's product is
-/// taken for all steps at once.
+/// One matrix product serves all three gates.
 #[derive(Module, Debug)]
 pub struct GruLayer {
     /// [W_ir W_iz W_in] and their biases, (input_size → 3·num_hiddens).
@@ -83,29 +82,15 @@ pub struct GruLayer {
 }
 
 impl GruLayer {
-    /// Runs `inputs` (num_steps, batch_size, input_size), time first, from
-    /// `state` (batch_size, num_hiddens); returns the state at every step,
-    /// (num_steps, batch_size, num_hiddens).
-    pub fn forward(&self, inputs: Tensor<3>, state: Tensor<2>) -> Tensor<3> {
-        let num_steps = inputs.dims()[0];
-        let gates = self.input.forward(inputs); // (num_steps, batch_size, 3h), one product
-        let mut state = state;
-        let mut states = Vec::with_capacity(num_steps);
-        for x in gates.iter_dim(0) {
-            state = self.step(x.squeeze_dim(0), state);
-            states.push(state.clone());
-        }
-        Tensor::stack(states, 0)
-    }
-
-    /// One step from the input's gate products `x` (batch_size,
-    /// 3·num_hiddens) and the previous state `h` (batch_size, num_hiddens):
-    /// r, z = σ(x_rz + W_h,rz h + b), n = tanh(x_n + r ⊙ (W_hn h + b_hn)),
+    /// One step from the input `x` (batch_size, input_size) and the
+    /// previous state `h` (batch_size, num_hiddens):
+    /// r, z = σ(W_i,rz x + W_h,rz h + b), n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)),
     /// h' = z ⊙ h + (1 − z) ⊙ n (torch's formula). The tanh is taken as
     /// 2σ(2x) − 1, which is faster on flex (see
     /// [`AdditiveAttention::attend`]).
-    fn step(&self, x: Tensor<2>, h: Tensor<2>) -> Tensor<2> {
+    pub fn step(&self, x: Tensor<2>, h: Tensor<2>) -> Tensor<2> {
         let d = h.dims()[1];
+        let x = self.input.forward(x);
         let g = self.hidden.forward(h.clone());
         let rz = sigmoid(x.clone().narrow(1, 0, 2 * d) + g.clone().narrow(1, 0, 2 * d));
         let (r, z) = (rz.clone().narrow(1, 0, d), rz.narrow(1, d, d));
@@ -115,7 +100,10 @@ impl GruLayer {
 }
 
 /// A multi-layer GRU (torch's `nn.GRU`): each layer reads the previous
-/// one's outputs, with dropout in between.
+/// one's outputs, with dropout in between. It runs one step at a time, so
+/// that the encoder and the decoder feed it alike and no step's input is
+/// cut out of a larger tensor (in burn, the gradient of such a cut is a
+/// zero tensor of the whole size).
 #[derive(Module, Debug)]
 pub struct StackedGru {
     /// The layers, bottom first.
@@ -125,57 +113,29 @@ pub struct StackedGru {
 }
 
 impl StackedGru {
-    /// Runs `inputs` (batch_size, num_steps, input_size) from `state`
-    /// (num_layers, batch_size, num_hiddens), zeros when `None`.
-    ///
-    /// Returns the last layer's outputs (batch_size, num_steps, num_hiddens)
-    /// and the final state of every layer (num_layers, batch_size,
-    /// num_hiddens).
-    ///
-    /// # Panics
-    /// When `inputs` has no steps or `state` has another shape (the
-    /// encoder and decoder check their inputs before they get here).
-    pub fn forward(&self, inputs: Tensor<3>, state: Option<Tensor<3>>) -> (Tensor<3>, Tensor<3>) {
-        let [batch_size, num_steps, _] = inputs.dims();
+    /// Zero states for `batch_size` sequences, one (batch_size,
+    /// num_hiddens) per layer, bottom first.
+    pub fn zero_states(&self, batch_size: usize, device: &Device) -> Vec<Tensor<2>> {
         let num_hiddens = self.layers[0].hidden.weight.dims()[0];
-        assert!(num_steps > 0, "`inputs` has no steps: {:?}", inputs.dims());
-        if let Some(state) = &state {
-            let expected = [self.layers.len(), batch_size, num_hiddens];
-            assert_eq!(
-                state.dims(),
-                expected,
-                "`state` must be (num_layers, batch_size, num_hiddens)"
-            );
-        }
-        let state = state.unwrap_or_else(|| {
-            Tensor::zeros(
-                [self.layers.len(), batch_size, num_hiddens],
-                &inputs.device(),
-            )
-        });
-        // Time first inside, so that each step's slice is contiguous.
-        let mut x = inputs.swap_dims(0, 1);
-        let mut finals = Vec::with_capacity(self.layers.len());
-        for (i, (layer, h0)) in self.layers.iter().zip(state.iter_dim(0)).enumerate() {
-            if i > 0 {
-                x = self.dropout.forward(x);
-            }
-            x = layer.forward(x, h0.reshape([batch_size, num_hiddens]));
-            finals.push(x.clone().narrow(0, num_steps - 1, 1));
-        }
-        (x.swap_dims(0, 1), Tensor::cat(finals, 0))
+        (0..self.layers.len())
+            .map(|_| Tensor::zeros([batch_size, num_hiddens], device))
+            .collect()
     }
 
-    /// One step, as a decoder takes them: `x` (batch_size, input_size) and
-    /// each layer's state (batch_size, num_hiddens), bottom first, give the
-    /// top layer's output (batch_size, num_hiddens); `states` are updated.
+    /// One step: `x` (batch_size, input_size) and each layer's state
+    /// (batch_size, num_hiddens), bottom first, give the top layer's output
+    /// (batch_size, num_hiddens); `states` are updated.
+    ///
+    /// # Panics
+    /// When `x` or a state does not fit the layers (the encoder and decoder
+    /// check their inputs before they get here).
     pub fn step(&self, x: Tensor<2>, states: &mut [Tensor<2>]) -> Tensor<2> {
         let mut x = x;
         for (i, (layer, h)) in self.layers.iter().zip(states.iter_mut()).enumerate() {
             if i > 0 {
                 x = self.dropout.forward(x);
             }
-            x = layer.step(layer.input.forward(x), h.clone());
+            x = layer.step(x, h.clone());
             *h = x.clone();
         }
         x
@@ -251,13 +211,25 @@ pub struct Encoded {
 }
 
 impl Seq2SeqEncoder {
-    /// Encodes the source token indices `x` (batch_size, num_steps).
+    /// Encodes the source token indices `x` (batch_size, num_steps),
+    /// embedding one step at a time.
     ///
     /// # Panics
     /// When `x` has no steps, or an index is not below the vocabulary size.
     pub fn forward(&self, x: Tensor<2, Int>) -> Encoded {
-        let (outputs, state) = self.rnn.forward(self.embedding.forward(x), None);
-        Encoded { outputs, state }
+        let [batch_size, num_steps] = x.dims();
+        assert!(num_steps > 0, "`x` has no steps: {:?}", x.dims());
+        let mut states = self.rnn.zero_states(batch_size, &x.device());
+        let outputs: Vec<Tensor<2>> = (0..num_steps)
+            .map(|t| {
+                let embedded = self.embedding.forward(x.clone().narrow(1, t, 1));
+                self.rnn.step(embedded.squeeze_dim(1), &mut states)
+            })
+            .collect();
+        Encoded {
+            outputs: Tensor::stack(outputs, 1),
+            state: Tensor::stack(states, 0),
+        }
     }
 }
 
@@ -336,7 +308,6 @@ impl Seq2SeqAttentionDecoder {
             hidden_state,
             enc_valid_lens,
         } = state;
-        let embedded = self.embedding.forward(x); // (batch_size, num_steps, embed_size)
         let (mut outputs, mut weights) = (Vec::new(), Vec::new());
         // The keys (the encoder's outputs) are the same at every step.
         let keys = self.attention.project_keys(
@@ -352,9 +323,10 @@ impl Seq2SeqAttentionDecoder {
             .expect("at least one layer")
             .clone()
             .unsqueeze_dim(1);
-        for x in embedded.iter_dim(1) {
+        for t in 0..x.dims()[1] {
             let attended = self.attention.attend(query, &keys)?; // context: (batch_size, 1, num_hiddens)
-            let input = Tensor::cat(vec![attended.output, x], 2).squeeze_dim(1);
+            let embedded = self.embedding.forward(x.clone().narrow(1, t, 1)); // (batch_size, 1, embed_size)
+            let input = Tensor::cat(vec![attended.output, embedded], 2).squeeze_dim(1);
             query = self.rnn.step(input, &mut states).unsqueeze_dim(1); // the top layer's new state
             outputs.push(query.clone());
             weights.push(attended.attention_weights);
@@ -928,7 +900,7 @@ fn shapes_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
 
 // ANCHOR: examples
 /// The sentences d2l translates, with their reference translations.
-const EXAMPLES: [(&str, &str); 4] = [
+pub const EXAMPLES: [(&str, &str); 4] = [
     ("go .", "va !"),
     ("i lost .", "j'ai perdu ."),
     ("he's calm .", "il est calme ."),

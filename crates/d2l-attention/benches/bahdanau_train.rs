@@ -1,0 +1,68 @@
+//! How fast, and how well, does the Bahdanau model of d2l §10.4 train?
+//! Trains the chapter's configuration (embed 32, hidden 32, 2 layers,
+//! dropout 0.1, batch 64, num_steps 10, 600 pairs) and prints target tokens
+//! per second (the number d2l's `train_seq2seq` reports), then the BLEU of
+//! the chapter's four translations. The backend comes from `D2L_DEVICE`
+//! (default flex); the corpus is found as in the chapter (`D2L_DATA_DIR`,
+//! then the cache, then a download).
+//!
+//! Run: `cargo bench -p d2l-attention --bench bahdanau_train [-- EPOCHS [SEED]]`
+//! (default 25 epochs and seed 0; the chapter trains 250 epochs).
+//! `benches/d2l_bahdanau.py` is the same run in PyTorch.
+
+use burn::module::Module;
+use d2l_attention::Backend;
+use d2l_attention::bahdanau::{
+    EXAMPLES, EncoderDecoder, Seq2SeqConfig, TrainConfig, predict_seq2seq, train_seq2seq,
+};
+use d2l_attention::machine_translation::{NmtData, bleu, load_fra_eng};
+
+/// The allocator of the book's `mdbook-listings`, which trains the chapter.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The `i`-th argument that is not a flag (cargo bench adds `--bench`).
+fn arg(i: usize, name: &str, default: u64) -> anyhow::Result<u64> {
+    match std::env::args().skip(1).filter(|a| !a.starts_with('-')).nth(i) {
+        Some(a) => a
+            .parse()
+            .map_err(|e| anyhow::anyhow!("{name} must be a whole number, got `{a}`: {e}")),
+        None => Ok(default),
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let (num_epochs, seed) = (arg(0, "EPOCHS", 25)? as usize, arg(1, "SEED", 0)?);
+    let backend = Backend::from_env()?;
+    let device = backend.device()?;
+    let train_device = device.clone().autodiff();
+    let data = NmtData::new(&load_fra_eng(None)?, 10, 600)?;
+    train_device.seed(seed);
+    let config = |vocab_size| Seq2SeqConfig::new(vocab_size, 32, 32, 2).with_dropout(0.1);
+    let model = EncoderDecoder {
+        encoder: config(data.src_vocab.len()).init_encoder(&train_device),
+        decoder: config(data.tgt_vocab.len()).init_decoder(&train_device),
+    };
+    let config = TrainConfig::new()
+        .with_batch_size(64)
+        .with_num_epochs(num_epochs);
+    let mut last = None;
+    let model = train_seq2seq(model, &data, &config, &train_device, |e| last = Some(e))?;
+    let last = last.expect("at least one epoch");
+    println!(
+        "{num_epochs} epochs on {backend}, seed {seed}: loss {:.3}, {:.0} tokens/s, {:.1} s",
+        last.loss,
+        last.tokens_per_sec(),
+        last.seconds
+    );
+    let model = model.valid();
+    let mut total = 0.0;
+    for (eng, fra) in EXAMPLES {
+        let t = predict_seq2seq(&model, eng, &data.src_vocab, &data.tgt_vocab, 10, &device)?;
+        let score = bleu(&t.text, fra, 2);
+        total += score;
+        println!("  {eng} => {}, bleu {score:.3}", t.text);
+    }
+    println!("  mean bleu {:.3}", total / EXAMPLES.len() as f64);
+    Ok(())
+}

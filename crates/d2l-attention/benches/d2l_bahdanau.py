@@ -1,0 +1,95 @@
+"""The PyTorch baseline of benches/bahdanau_train.rs: d2l's Bahdanau model
+(zh 10.4) trained the d2l way on the same 600 English-French pairs, with the
+same settings (embed 32, hidden 32, 2 layers, dropout 0.1, batch 64,
+num_steps 10, Adam lr 0.005, gradients clipped to norm 1). Prints target
+tokens per second over all epochs, as the Rust bench does.
+
+Run from the repository root with PyTorch 2.9.0:
+
+    ~/.cache/attention-book/torch-2.9.0/bin/python \
+        crates/d2l-attention/benches/d2l_bahdanau.py [EPOCHS] [THREADS]
+
+(defaults: 25 epochs, 1 thread). The corpus is read from $D2L_DATA_DIR/fra.txt.
+"""
+
+import collections
+import os
+import sys
+import time
+
+import torch
+from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests", "golden"))
+from make_golden import Seq2SeqAttentionDecoder, Seq2SeqEncoder, masked_ce_loss  # noqa: E402
+
+
+def preprocess(text):
+    text = text.replace("\u202f", " ").replace("\xa0", " ").lower()
+    return "".join(
+        " " + c if i > 0 and c in ",.!?" and text[i - 1] != " " else c for i, c in enumerate(text)
+    )
+
+
+def load(num_steps, num_examples):
+    with open(os.path.join(os.environ["D2L_DATA_DIR"], "fra.txt"), encoding="utf-8") as f:
+        lines = preprocess(f.read()).split("\n")
+    pairs = [line.split("\t") for line in lines if line.count("\t") == 1][:num_examples]
+    arrays, vocabs = [], []
+    for side in zip(*pairs):
+        tokens = [s.split(" ") for s in side]
+        counts = collections.Counter(t for line in tokens for t in line)
+        itos = ["<unk>", "<pad>", "<bos>", "<eos>"]
+        itos += [t for t, n in sorted(counts.items(), key=lambda x: -x[1]) if n >= 2]
+        index = {t: i for i, t in enumerate(itos)}
+        ids = [[index.get(t, 0) for t in line] + [index["<eos>"]] for line in tokens]
+        ids = [line[:num_steps] + [index["<pad>"]] * (num_steps - len(line)) for line in ids]
+        x = torch.tensor(ids)
+        arrays += [x, (x != index["<pad>"]).sum(1)]
+        vocabs.append(index)
+    return torch.utils.data.TensorDataset(*arrays), vocabs
+
+
+def main():
+    num_epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 25
+    torch.set_num_threads(int(sys.argv[2]) if len(sys.argv) > 2 else 1)
+    torch.manual_seed(0)
+    dataset, (src_vocab, tgt_vocab) = load(10, 600)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=64, shuffle=True)
+    encoder = Seq2SeqEncoder(len(src_vocab), 32, 32, 2, dropout=0.1)
+    decoder = Seq2SeqAttentionDecoder(len(tgt_vocab), 32, 32, 2, dropout=0.1)
+    params = list(encoder.parameters()) + list(decoder.parameters())
+    for m in list(encoder.modules()) + list(decoder.modules()):  # d2l's xavier_init_weights
+        if isinstance(m, nn.Linear):
+            nn.init.xavier_uniform_(m.weight)
+        if isinstance(m, nn.GRU):
+            for name in m._flat_weights_names:
+                if "weight" in name:
+                    nn.init.xavier_uniform_(m._parameters[name])
+    optimizer = torch.optim.Adam(params, lr=0.005)
+    start, tokens = time.perf_counter(), 0
+    for epoch in range(num_epochs):
+        loss_sum, epoch_tokens = 0.0, 0
+        for x, x_len, y, y_len in loader:
+            optimizer.zero_grad()
+            bos = torch.full((y.shape[0], 1), tgt_vocab["<bos>"])
+            outputs, state = encoder(x)
+            y_hat, _, _ = decoder(torch.cat([bos, y[:, :-1]], 1), outputs, state, x_len)
+            loss = masked_ce_loss(y_hat, y, y_len).sum()
+            loss.backward()
+            norm = torch.sqrt(sum((p.grad**2).sum() for p in params))  # d2l's grad_clipping
+            if norm > 1:
+                for p in params:
+                    p.grad[:] *= 1 / norm
+            optimizer.step()
+            loss_sum, epoch_tokens = loss_sum + loss.item(), epoch_tokens + int(y_len.sum())
+        tokens += epoch_tokens
+    seconds = time.perf_counter() - start
+    print(
+        f"{num_epochs} epochs on PyTorch {torch.__version__} ({torch.get_num_threads()} threads): "
+        f"loss {loss_sum / epoch_tokens:.3f}, {tokens / seconds:.0f} tokens/s, {seconds:.1f} s"
+    )
+
+
+if __name__ == "__main__":
+    main()
