@@ -92,7 +92,7 @@ impl GruLayer {
         let d = h.dims()[1];
         let x = self.input.forward(x);
         let g = self.hidden.forward(h.clone());
-        let rz = sigmoid(x.clone().narrow(1, 0, 2 * d) + g.clone().narrow(1, 0, 2 * d));
+        let rz = sigmoid((x.clone() + g.clone()).narrow(1, 0, 2 * d));
         let (r, z) = (rz.clone().narrow(1, 0, d), rz.narrow(1, d, d));
         let n = sigmoid((x.narrow(1, 2 * d, d) + r * g.narrow(1, 2 * d, d)) * 2.0) * 2.0 - 1.0;
         (h - n.clone()) * z + n
