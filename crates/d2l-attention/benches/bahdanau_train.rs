@@ -21,18 +21,31 @@ use d2l_attention::machine_translation::{NmtData, bleu, load_fra_eng};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// The `i`-th argument that is not a flag (cargo bench adds `--bench`).
-fn arg(i: usize, name: &str, default: u64) -> anyhow::Result<u64> {
-    match std::env::args().skip(1).filter(|a| !a.starts_with('-')).nth(i) {
+/// EPOCHS (at least 1) and SEED from the command line; cargo bench adds
+/// `--bench`, which is skipped.
+fn args() -> anyhow::Result<(usize, u64)> {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    if args.len() > 2 {
+        anyhow::bail!("usage: bahdanau_train [EPOCHS [SEED]], got {args:?}");
+    }
+    let number = |i: usize, name: &str, default: u64| match args.get(i) {
         Some(a) => a
-            .parse()
+            .parse::<u64>()
             .map_err(|e| anyhow::anyhow!("{name} must be a whole number, got `{a}`: {e}")),
         None => Ok(default),
+    };
+    let num_epochs = number(0, "EPOCHS", 25)?;
+    if num_epochs == 0 {
+        anyhow::bail!("EPOCHS must be at least 1");
     }
+    Ok((num_epochs as usize, number(1, "SEED", 0)?))
 }
 
 fn main() -> anyhow::Result<()> {
-    let (num_epochs, seed) = (arg(0, "EPOCHS", 25)? as usize, arg(1, "SEED", 0)?);
+    let (num_epochs, seed) = args()?;
     let backend = Backend::from_env()?;
     let device = backend.device()?;
     let train_device = device.clone().autodiff();

@@ -4,7 +4,7 @@ same settings (embed 32, hidden 32, 2 layers, dropout 0.1, batch 64,
 num_steps 10, Adam lr 0.005, gradients clipped to norm 1). Prints target
 tokens per second over all epochs, as the Rust bench does.
 
-Run from the repository root with PyTorch 2.9.0:
+Run with PyTorch 2.9.0 (the virtualenv of the README's libtorch section):
 
     ~/.cache/attention-book/torch-2.9.0/bin/python \
         crates/d2l-attention/benches/d2l_bahdanau.py [EPOCHS] [THREADS]
@@ -12,6 +12,7 @@ Run from the repository root with PyTorch 2.9.0:
 (defaults: 25 epochs, 1 thread). The corpus is read from $D2L_DATA_DIR/fra.txt.
 """
 
+import argparse
 import collections
 import os
 import sys
@@ -32,7 +33,10 @@ def preprocess(text):
 
 
 def load(num_steps, num_examples):
-    with open(os.path.join(os.environ["D2L_DATA_DIR"], "fra.txt"), encoding="utf-8") as f:
+    path = os.path.join(os.environ.get("D2L_DATA_DIR", ""), "fra.txt")
+    if not os.path.isfile(path):
+        sys.exit(f"fra.txt not found at `{path}`: set D2L_DATA_DIR to the folder holding it")
+    with open(path, encoding="utf-8") as f:
         lines = preprocess(f.read()).split("\n")
     pairs = [line.split("\t") for line in lines if line.count("\t") == 1][:num_examples]
     arrays, vocabs = [], []
@@ -50,9 +54,19 @@ def load(num_steps, num_examples):
     return torch.utils.data.TensorDataset(*arrays), vocabs
 
 
+def count(text):
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got `{text}`")
+    return int(text)
+
+
 def main():
-    num_epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 25
-    torch.set_num_threads(int(sys.argv[2]) if len(sys.argv) > 2 else 1)
+    parser = argparse.ArgumentParser(description="d2l's Bahdanau training in PyTorch")
+    parser.add_argument("epochs", nargs="?", type=count, default=25)
+    parser.add_argument("threads", nargs="?", type=count, default=1)
+    args = parser.parse_args()
+    num_epochs = args.epochs
+    torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     dataset, (src_vocab, tgt_vocab) = load(10, 600)
     loader = torch.utils.data.DataLoader(dataset, batch_size=64, shuffle=True)

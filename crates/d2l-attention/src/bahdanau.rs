@@ -72,7 +72,7 @@ impl StackedGruConfig {
 
 /// One GRU layer with its three gates side by side, as torch stores them:
 /// the reset gate r, the update gate z and the candidate n (d2l zh §9.1).
-/// One matrix product serves all three gates.
+/// One product per weight matrix (input and hidden) serves all three gates.
 #[derive(Module, Debug)]
 pub struct GruLayer {
     /// [W_ir W_iz W_in] and their biases, (input_size → 3·num_hiddens).
@@ -85,9 +85,13 @@ impl GruLayer {
     /// One step from the input `x` (batch_size, input_size) and the
     /// previous state `h` (batch_size, num_hiddens):
     /// r, z = σ(W_i,rz x + W_h,rz h + b), n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)),
-    /// h' = z ⊙ h + (1 − z) ⊙ n (torch's formula). The tanh is taken as
-    /// 2σ(2x) − 1, which is faster on flex (see
-    /// [`AdditiveAttention::attend`]).
+    /// h' = z ⊙ h + (1 − z) ⊙ n (torch's formula). Returns h'
+    /// (batch_size, num_hiddens). The tanh is taken as 2σ(2x) − 1, which is
+    /// faster on flex (see [`AdditiveAttention::attend`]).
+    ///
+    /// # Panics
+    /// When `x` or `h` does not fit the layer's sizes, or their batch sizes
+    /// differ.
     pub fn step(&self, x: Tensor<2>, h: Tensor<2>) -> Tensor<2> {
         let d = h.dims()[1];
         let x = self.input.forward(x);
@@ -115,8 +119,12 @@ pub struct StackedGru {
 impl StackedGru {
     /// Zero states for `batch_size` sequences, one (batch_size,
     /// num_hiddens) per layer, bottom first.
+    ///
+    /// # Panics
+    /// When the GRU has no layers.
     pub fn zero_states(&self, batch_size: usize, device: &Device) -> Vec<Tensor<2>> {
-        let num_hiddens = self.layers[0].hidden.weight.dims()[0];
+        let first = self.layers.first().expect("a StackedGru needs at least one layer");
+        let num_hiddens = first.hidden.weight.dims()[0];
         (0..self.layers.len())
             .map(|_| Tensor::zeros([batch_size, num_hiddens], device))
             .collect()
@@ -127,9 +135,15 @@ impl StackedGru {
     /// (batch_size, num_hiddens); `states` are updated.
     ///
     /// # Panics
-    /// When `x` or a state does not fit the layers (the encoder and decoder
-    /// check their inputs before they get here).
+    /// When there is not one state per layer, or `x` or a state does not
+    /// fit the layers (the encoder and decoder check their inputs before
+    /// they get here).
     pub fn step(&self, x: Tensor<2>, states: &mut [Tensor<2>]) -> Tensor<2> {
+        assert_eq!(
+            states.len(),
+            self.layers.len(),
+            "`states` must hold one state per layer"
+        );
         let mut x = x;
         for (i, (layer, h)) in self.layers.iter().zip(states.iter_mut()).enumerate() {
             if i > 0 {
@@ -574,8 +588,11 @@ impl TrainConfig {
         if self.clip_norm.is_nan() || self.clip_norm <= 0.0 {
             return invalid("clip_norm", &format!("{} is not positive", self.clip_norm));
         }
-        if self.batch_size == 0 || self.num_epochs == 0 {
-            return invalid("batch_size and num_epochs", "both must be at least 1");
+        if self.batch_size == 0 {
+            return invalid("batch_size", "must be at least 1");
+        }
+        if self.num_epochs == 0 {
+            return invalid("num_epochs", "must be at least 1");
         }
         Ok(())
     }
@@ -902,7 +919,9 @@ fn shapes_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
 }
 
 // ANCHOR: examples
-/// The sentences d2l translates, with their reference translations.
+/// The sentences d2l translates after training (zh §9.7.6 and §10.4.3),
+/// with their reference translations; preprocessed as the corpus is
+/// (lowercase, a space before punctuation).
 pub const EXAMPLES: [(&str, &str); 4] = [
     ("go .", "va !"),
     ("i lost .", "j'ai perdu ."),

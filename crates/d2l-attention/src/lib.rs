@@ -3,7 +3,7 @@
 //! en v1 ch. 11) on [burn](https://burn.dev).
 //!
 //! One module per book section holds that section's reusable pieces (what
-//! d2l marks `#@save`) and its listings; [`plot`] draws the figures and
+//! d2l marks `#@save`) and its listings; [`plot()`] draws the figures and
 //! [`device`] turns a reader's backend choice into a [`burn::tensor::Device`].
 
 pub mod attention_scoring;

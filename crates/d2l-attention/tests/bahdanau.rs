@@ -309,13 +309,22 @@ fn bad_states_and_devices_are_named() {
     for (config, arg) in [
         (TrainConfig::new().with_clip_norm(-1.0), "clip_norm"),
         (TrainConfig::new().with_lr(f64::NAN), "lr"),
-        (TrainConfig::new().with_batch_size(0), "batch_size"),
+        (TrainConfig::new().with_batch_size(0), "`batch_size`"),
+        (TrainConfig::new().with_num_epochs(0), "`num_epochs`"),
     ] {
         let err = train_seq2seq(model.clone(), &data, &config, &ad, |_| {})
             .unwrap_err()
             .to_string();
         assert!(err.contains(arg), "{err}");
     }
+    // One state for a GRU of two layers.
+    let mut states = vec![Tensor::<2>::zeros([1, 16], &ad)];
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        model.encoder.rnn.step(Tensor::zeros([1, 8], &ad), &mut states)
+    }))
+    .expect_err("one state for two layers must panic");
+    let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(message.contains("one state per layer"), "{message}");
 }
 
 /// `train_batch` skips the padding past the longest source (for the keys)
