@@ -461,18 +461,24 @@ def masked_ce_loss(pred, label, valid_len):
     return (unweighted * weights).mean(dim=1)
 
 
-def case_j():
-    torch.manual_seed(13)
-    src_vocab, tgt_vocab, embed, hidden, layers = 7, 8, 5, 6, 2
-    encoder = Seq2SeqEncoder(src_vocab, embed, hidden, layers)
-    decoder = Seq2SeqAttentionDecoder(tgt_vocab, embed, hidden, layers)
-    for m in list(encoder.modules()) + list(decoder.modules()):  # d2l's xavier_init_weights
+def xavier_init_weights(*models):
+    """d2l's xavier_init_weights: Xavier-uniform for every Linear and GRU
+    weight matrix (biases keep PyTorch's defaults)."""
+    for m in (m for model in models for m in model.modules()):
         if isinstance(m, nn.Linear):
             nn.init.xavier_uniform_(m.weight)
         if isinstance(m, nn.GRU):
             for name in m._flat_weights_names:
                 if "weight" in name:
                     nn.init.xavier_uniform_(m._parameters[name])
+
+
+def case_j():
+    torch.manual_seed(13)
+    src_vocab, tgt_vocab, embed, hidden, layers = 7, 8, 5, 6, 2
+    encoder = Seq2SeqEncoder(src_vocab, embed, hidden, layers)
+    decoder = Seq2SeqAttentionDecoder(tgt_vocab, embed, hidden, layers)
+    xavier_init_weights(encoder, decoder)
     enc_X = torch.tensor([[1, 2, 3, 2], [4, 5, 2, 6], [6, 1, 0, 0]])
     enc_valid_lens = torch.tensor([4, 2, 1])
     Y = torch.tensor([[3, 4, 5, 6, 2], [7, 3, 2, 0, 0], [5, 2, 0, 0, 0]])

@@ -19,10 +19,14 @@ import sys
 import time
 
 import torch
-from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests", "golden"))
-from make_golden import Seq2SeqAttentionDecoder, Seq2SeqEncoder, masked_ce_loss  # noqa: E402
+from make_golden import (  # noqa: E402
+    Seq2SeqAttentionDecoder,
+    Seq2SeqEncoder,
+    masked_ce_loss,
+    xavier_init_weights,
+)
 
 
 def preprocess(text):
@@ -73,13 +77,7 @@ def main():
     encoder = Seq2SeqEncoder(len(src_vocab), 32, 32, 2, dropout=0.1)
     decoder = Seq2SeqAttentionDecoder(len(tgt_vocab), 32, 32, 2, dropout=0.1)
     params = list(encoder.parameters()) + list(decoder.parameters())
-    for m in list(encoder.modules()) + list(decoder.modules()):  # d2l's xavier_init_weights
-        if isinstance(m, nn.Linear):
-            nn.init.xavier_uniform_(m.weight)
-        if isinstance(m, nn.GRU):
-            for name in m._flat_weights_names:
-                if "weight" in name:
-                    nn.init.xavier_uniform_(m._parameters[name])
+    xavier_init_weights(encoder, decoder)
     optimizer = torch.optim.Adam(params, lr=0.005)
     start, tokens = time.perf_counter(), 0
     for epoch in range(num_epochs):
