@@ -1,10 +1,14 @@
 //! The book's tooling: rendering every listing's figures and captured output
-//! into `figures/`, skipping listings whose sources have not changed.
+//! into `figures/`, skipping listings whose sources have not changed, and
+//! checking the committed files against what the code makes now ([`check`],
+//! with the tolerant comparison of [`compare`]).
 //!
 //! `figures/fingerprints.txt` records, for each listing, the fingerprint
 //! ([`Listing::fingerprint`]) of the code that made its files, and each
 //! file's name and content hash; a listing is run again when its
 //! fingerprint changes or one of its files is missing or altered.
+
+pub mod compare;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -15,7 +19,7 @@ use anyhow::{Context, bail};
 use burn::tensor::Device;
 use d2l_attention::Backend;
 use d2l_attention::files::write_atomic;
-use d2l_attention::listing::Listing;
+use d2l_attention::listing::{Check, Listing, Output};
 use sha2::{Digest, Sha256};
 
 /// The manifest's file name inside the figures folder.
@@ -181,11 +185,162 @@ fn run_one(
         if files.iter().any(|(f, _)| *f == name) {
             bail!("listing `{}` writes `{name}` twice", listing.name);
         }
-        write_if_changed(&figures.join(&name), contents)?;
-        files.push((name, content_hash(contents.as_bytes())));
+        let path = figures.join(&name);
+        let kept = fs::read_to_string(&path)
+            .ok()
+            .filter(|old| compare::compare(old, contents, compare::Format::of(&name)).is_empty());
+        // A result equal within tolerance keeps the committed bytes, so that
+        // another machine's last digits do not churn figures/.
+        let written = match kept {
+            Some(old) => old,
+            None => {
+                write_if_changed(&path, contents)?;
+                contents.to_owned()
+            }
+        };
+        files.push((name, content_hash(written.as_bytes())));
     }
     if files.is_empty() {
         bail!("listing `{}` printed and drew nothing", listing.name);
     }
     Ok(files)
+}
+
+/// The command that remakes `listing`'s committed files, for failure
+/// messages.
+pub fn fix_hint(listing: &str) -> String {
+    format!(
+        "if the change is intended, run `cargo run --release -p attention-book \
+         --bin mdbook-listings -- render --force {listing}` and commit figures/"
+    )
+}
+
+/// Checks what `listing` printed and drew (`output`) against its committed
+/// files in `figures`: for [`Check::Compare`], the same files as the
+/// manifest lists, each equal within [`compare::tolerance`]; for
+/// [`Check::Facts`], its facts. Returns one readable report per problem
+/// (file, line, committed and new value, tolerance, and how to fix it);
+/// empty when all is well.
+pub fn check_output(listing: &Listing, output: &Output, figures: &Path) -> Vec<String> {
+    let name = listing.name;
+    let files = output.files(name);
+    let mut problems = Vec::new();
+    match listing.check {
+        Check::Facts(facts) => {
+            if let Err(e) = facts(output.text()) {
+                problems.push(format!("listing `{name}`: {e:#}"));
+            }
+        }
+        Check::Compare => {
+            let made: Vec<&str> = files.iter().map(|(f, _)| f.as_str()).collect();
+            let listed: Vec<String> = read_manifest(figures)
+                .get(name)
+                .map(|e| e.files.iter().map(|(f, _)| f.clone()).collect())
+                .unwrap_or_default();
+            if made != listed {
+                problems.push(format!(
+                    "listing `{name}` now makes {made:?}; the manifest lists {listed:?}"
+                ));
+            }
+            for (file, contents) in &files {
+                let path = figures.join(file);
+                let Ok(committed) = fs::read_to_string(&path) else {
+                    problems.push(format!("figures/{file} is missing"));
+                    continue;
+                };
+                let mismatches = compare::compare(&committed, contents, compare::Format::of(file));
+                if !mismatches.is_empty() {
+                    problems.push(format!(
+                        "{}(committed file vs what listing `{name}` makes now)",
+                        compare::report(&format!("figures/{file}"), &mismatches)
+                    ));
+                }
+            }
+        }
+    }
+    if !problems.is_empty() {
+        problems.push(fix_hint(name));
+    }
+    problems
+}
+
+/// Runs each of `listings` on `backend` and checks its outputs against
+/// `figures` ([`check_output`]); reports progress on stderr.
+///
+/// # Errors
+/// When the backend is not compiled in or a listing fails to run.
+pub fn check(
+    listings: &[Listing],
+    figures: &Path,
+    backend: Backend,
+) -> anyhow::Result<Vec<String>> {
+    let device = backend.device()?;
+    let mut problems = Vec::new();
+    for (i, listing) in listings.iter().enumerate() {
+        eprintln!(
+            "[check {}/{}] running `{}` on {backend}",
+            i + 1,
+            listings.len(),
+            listing.name
+        );
+        let output = listing.execute(&device)?;
+        problems.extend(check_output(listing, &output, figures));
+    }
+    Ok(problems)
+}
+
+/// Compares two figures folders (a snapshot of the committed one and the
+/// one a build left): the same file names; the manifest's listings,
+/// fingerprints and file names equal (its content hashes may differ with
+/// the bytes); every other file equal within [`compare::tolerance`].
+/// Returns one report per difference.
+///
+/// # Errors
+/// When a folder cannot be read.
+pub fn compare_folders(committed: &Path, new: &Path) -> anyhow::Result<Vec<String>> {
+    let names = |dir: &Path| -> anyhow::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in
+            fs::read_dir(dir).with_context(|| format!("cannot read `{}`", dir.display()))?
+        {
+            names.push(entry?.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        Ok(names)
+    };
+    let (old, now) = (names(committed)?, names(new)?);
+    let mut problems = Vec::new();
+    for name in old.iter().filter(|n| !now.contains(n)) {
+        problems.push(format!("{name}: removed"));
+    }
+    for name in now.iter().filter(|n| !old.contains(n)) {
+        problems.push(format!("{name}: added"));
+    }
+    let strip = |m: BTreeMap<String, Entry>| -> Vec<(String, String, Vec<String>)> {
+        m.into_iter()
+            .map(|(k, e)| {
+                (
+                    k,
+                    e.fingerprint,
+                    e.files.into_iter().map(|(f, _)| f).collect(),
+                )
+            })
+            .collect()
+    };
+    if strip(read_manifest(committed)) != strip(read_manifest(new)) {
+        problems.push(format!(
+            "{MANIFEST}: listings, fingerprints or file lists differ"
+        ));
+    }
+    for name in old
+        .iter()
+        .filter(|n| now.contains(n) && n.as_str() != MANIFEST)
+    {
+        let read = |dir: &Path| fs::read_to_string(dir.join(name)).unwrap_or_default();
+        let mismatches = compare::compare(&read(committed), &read(new), compare::Format::of(name));
+        if !mismatches.is_empty() {
+            problems.push(compare::report(name, &mismatches));
+        }
+    }
+    Ok(problems)
 }

@@ -8,11 +8,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use attention_book::render;
+use attention_book::{check, compare_folders, render};
 use clap::{Parser, Subcommand};
 use d2l_attention::Backend;
 use d2l_attention::device::VALID_DEVICES;
 use d2l_attention::listing;
+use d2l_attention::listing::Listing;
 use mdbook_preprocessor::parse_input;
 
 /// burn allocates a fresh buffer for nearly every tensor operation; with
@@ -43,10 +44,25 @@ enum Command {
         /// The figures folder.
         #[arg(long, default_value = "figures")]
         figures: PathBuf,
-        /// Run every listing, even those that are up to date.
+        /// Run the listings even when they are up to date.
         #[arg(long)]
         force: bool,
+        /// Only these listings [default: all].
+        names: Vec<String>,
     },
+    /// Runs listings again (a release build) and checks their outputs
+    /// against the committed figures folder: within tolerance, or, for a
+    /// training whose outcome varies by machine, its stated facts.
+    Check {
+        /// The figures folder.
+        #[arg(long, default_value = "figures")]
+        figures: PathBuf,
+        /// Only these listings [default: all].
+        names: Vec<String>,
+    },
+    /// Compares two figures folders within tolerance (e.g. a copy of the
+    /// committed one and the one a build left).
+    Compare { committed: PathBuf, new: PathBuf },
 }
 
 fn main() -> ExitCode {
@@ -66,14 +82,31 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             device,
             figures,
             force,
+            names,
         }) => {
             let backend = device.map_or_else(Backend::from_env, Ok)?;
-            let report = render(&listing::all(), &figures, backend, force)?;
+            let report = render(&select(&names)?, &figures, backend, force)?;
             eprintln!(
                 "{} listings run, {} up to date",
                 report.ran.len(),
                 report.skipped.len()
             );
+            Ok(())
+        }
+        Some(Command::Check { figures, names }) => {
+            let listings = select(&names)?;
+            let problems = check(&listings, &figures, Backend::Flex)?;
+            fail_on(&problems)?;
+            eprintln!(
+                "{} listings agree with {}",
+                listings.len(),
+                figures.display()
+            );
+            Ok(())
+        }
+        Some(Command::Compare { committed, new }) => {
+            fail_on(&compare_folders(&committed, &new)?)?;
+            eprintln!("{} agrees with {}", new.display(), committed.display());
             Ok(())
         }
         None => {
@@ -89,4 +122,34 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// The listings called `names`, in the book's order; all of them when
+/// `names` is empty.
+fn select(names: &[String]) -> anyhow::Result<Vec<Listing>> {
+    let all = listing::all();
+    if let Some(unknown) = names.iter().find(|n| !all.iter().any(|l| l.name == *n)) {
+        let known: Vec<&str> = all.iter().map(|l| l.name).collect();
+        anyhow::bail!(
+            "no listing `{unknown}`; the listings are: {}",
+            known.join(", ")
+        );
+    }
+    Ok(all
+        .into_iter()
+        .filter(|l| names.is_empty() || names.iter().any(|n| n == l.name))
+        .collect())
+}
+
+/// Prints every problem and fails when there is one.
+fn fail_on(problems: &[String]) -> anyhow::Result<()> {
+    for p in problems {
+        eprintln!("{p}");
+    }
+    anyhow::ensure!(
+        problems.is_empty(),
+        "{} problem(s), listed above",
+        problems.len()
+    );
+    Ok(())
 }

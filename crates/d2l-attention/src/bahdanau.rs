@@ -21,7 +21,7 @@ use burn::tensor::{
 use crate::attention_scoring::{
     AdditiveAttention, AdditiveAttentionConfig, AttentionError, ValidLens,
 };
-use crate::listing::{Listing, Output};
+use crate::listing::{Check, Listing, Output};
 use crate::machine_translation::{Batch, NmtData, Vocab, bleu, load_fra_eng, truncate_pad};
 use crate::{Axes, Cmap, Series, plot, show_heatmaps};
 
@@ -123,7 +123,10 @@ impl StackedGru {
     /// # Panics
     /// When the GRU has no layers.
     pub fn zero_states(&self, batch_size: usize, device: &Device) -> Vec<Tensor<2>> {
-        let first = self.layers.first().expect("a StackedGru needs at least one layer");
+        let first = self
+            .layers
+            .first()
+            .expect("a StackedGru needs at least one layer");
         let num_hiddens = first.hidden.weight.dims()[0];
         (0..self.layers.len())
             .map(|_| Tensor::zeros([batch_size, num_hiddens], device))
@@ -873,7 +876,7 @@ pub const LISTINGS: &[Listing] = &[
     Listing {
         name: "bahdanau-train",
         sources: SOURCES,
-        rerun_in_tests: false,
+        check: Check::Facts(train_facts),
         run: train_demo,
     },
 ];
@@ -930,6 +933,63 @@ pub const EXAMPLES: [(&str, &str); 4] = [
 ];
 // ANCHOR_END: examples
 
+/// The highest final training loss [`train_facts`] accepts; d2l prints
+/// 0.019–0.021 and our runs end between 0.019 and 0.021.
+pub const MAX_FINAL_LOSS: f64 = 0.03;
+
+/// What the `bahdanau-train` listing prints on any machine: a final loss
+/// of at most [`MAX_FINAL_LOSS`]; the three [`EXAMPLES`] that are training
+/// pairs ("go .", "i lost .", "i'm home .") translated exactly (BLEU 1);
+/// a line for "he's calm ." too, whose words vary with the machine (the
+/// last digits of f32 sums steer greedy decoding); and one alignment row
+/// for each token written for "i'm home ." (5 and `<eos>`), each naming a
+/// source token with a weight in (0, 1].
+///
+/// # Errors
+/// The first fact that fails, quoting the line.
+pub fn train_facts(text: &str) -> anyhow::Result<()> {
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default();
+    let loss: f64 = first
+        .strip_prefix("loss ")
+        .and_then(|rest| rest.split(' ').next()?.parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("no final loss in `{first}`"))?;
+    anyhow::ensure!(
+        loss <= MAX_FINAL_LOSS,
+        "final loss {loss} above {MAX_FINAL_LOSS}: `{first}`"
+    );
+    for (eng, fra) in EXAMPLES {
+        let line = lines.next().unwrap_or_default();
+        let (written, score) = line
+            .strip_prefix(&format!("{eng} => "))
+            .and_then(|rest| rest.rsplit_once(", bleu "))
+            .ok_or_else(|| anyhow::anyhow!("no translation of `{eng}` in `{line}`"))?;
+        let easy = eng != EXAMPLES[2].0;
+        anyhow::ensure!(
+            !easy || (written == fra && score == "1.000"),
+            "`{eng}` is a training pair and must come out as `{fra}`: `{line}`"
+        );
+    }
+    let rows: Vec<&str> = lines.collect();
+    let expected = EXAMPLES[3].1.split(' ').count() + 1;
+    anyhow::ensure!(
+        rows.len() == expected,
+        "{} alignment rows, expected {expected}",
+        rows.len()
+    );
+    for row in rows {
+        let weight: f64 = row
+            .rsplit_once('(')
+            .and_then(|(_, w)| w.trim_end_matches(')').parse().ok())
+            .ok_or_else(|| anyhow::anyhow!("no weight in alignment row `{row}`"))?;
+        anyhow::ensure!(
+            row.contains(" <- ") && weight > 0.0 && weight <= 1.0,
+            "bad alignment row `{row}`"
+        );
+    }
+    Ok(())
+}
+
 fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: train
     let (embed_size, num_hiddens, num_layers, dropout) = (32, 32, 2, 0.1);
@@ -962,13 +1022,11 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     })?;
     progress.finish_and_clear();
     let last = epochs.last().expect("at least one epoch");
+    let backend = crate::device::name(device);
     writeln!(
         out,
-        "loss {:.3}, {:.0} tokens/s on {} ({:.0} s)",
-        last.loss,
-        last.tokens_per_sec(),
-        crate::device::name(device),
-        last.seconds
+        "loss {:.3} after {} epochs on {backend}",
+        last.loss, last.epoch
     )?;
     // ANCHOR_END: train
     let x: Vec<f64> = epochs.iter().map(|e| e.epoch as f64).collect();

@@ -302,17 +302,39 @@ fn read_member(reader: impl Read + Seek, path: &Path) -> Result<Vec<u8>, DataErr
     Ok(text)
 }
 
-/// Reads a corpus file as UTF-8 text.
+/// Reads a corpus file as UTF-8 text, with Windows line endings (`\r\n`)
+/// turned into `\n` and a leading byte-order mark dropped, as a copy
+/// edited on Windows may have them (a `fra.txt` supplied directly is not
+/// checked against the zip's SHA-1).
 ///
 /// # Errors
 /// [`DataError::NotUtf8`] with the offset of the first bad byte, or
 /// [`DataError::Io`].
 pub fn read_corpus(path: &Path) -> Result<String, DataError> {
     let bytes = fs::read(path).map_err(io_err(path))?;
-    String::from_utf8(bytes).map_err(|e| DataError::NotUtf8 {
+    let text = String::from_utf8(bytes).map_err(|e| DataError::NotUtf8 {
         path: path.to_owned(),
         offset: e.utf8_error().valid_up_to(),
-    })
+    })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    Ok(text.replace("\r\n", "\n"))
+}
+
+/// Turns every Unicode space other than tab and line breaks into a plain
+/// space: U+2009 (thin space) included, which [`preprocess_nmt`] keeps as
+/// d2l does, so that `"Recule\u{2009}!"` tokenises as `recule !` rather
+/// than `recule\u{2009} !`. Apply it before [`preprocess_nmt`] (or
+/// [`NmtData::new`]) for the normalised form of the corpus.
+pub fn normalize_spaces(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_whitespace() && !matches!(c, '\t' | '\n' | '\r') {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 /// d2l's `preprocess_nmt`: U+202F and U+00A0 become plain spaces (U+2009
@@ -351,7 +373,8 @@ pub struct Pairs {
 /// d2l's `tokenize_nmt`: splits each line `english<TAB>french` into two
 /// token lists at spaces, keeping the first `num_examples` well-formed
 /// pairs (all of them with `None`). A line without exactly one tab is
-/// skipped and counted; a final empty line is not counted.
+/// skipped and counted; empty lines are not counted. Lines may end in
+/// `\n` or `\r\n`.
 ///
 /// d2l's own `tokenize_nmt(text, 600)` returns 601 pairs (it stops after
 /// line index 600, not before it); this function returns exactly
@@ -359,7 +382,7 @@ pub struct Pairs {
 pub fn tokenize_nmt(text: &str, num_examples: Option<usize>) -> Pairs {
     let mut pairs = Pairs::default();
     let limit = num_examples.unwrap_or(usize::MAX);
-    for line in text.split('\n') {
+    for line in text.lines() {
         if pairs.source.len() == limit {
             break;
         }

@@ -415,7 +415,7 @@ pub const LISTINGS: &[Listing] = &[
 ];
 
 /// The seed every listing of this section draws its data with.
-const SEED: u64 = 0;
+pub const SEED: u64 = 0;
 
 fn data_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: data

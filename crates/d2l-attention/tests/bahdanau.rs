@@ -320,7 +320,10 @@ fn bad_states_and_devices_are_named() {
     // One state for a GRU of two layers.
     let mut states = vec![Tensor::<2>::zeros([1, 16], &ad)];
     let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        model.encoder.rnn.step(Tensor::zeros([1, 8], &ad), &mut states)
+        model
+            .encoder
+            .rnn
+            .step(Tensor::zeros([1, 8], &ad), &mut states)
     }))
     .expect_err("one state for two layers must panic");
     let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
@@ -366,4 +369,50 @@ fn skipping_padding_changes_neither_loss_nor_gradient() {
         "{} vs {full_norm}",
         step.grad_norm
     );
+}
+
+/// A run of `bahdanau-train` as another machine may print it.
+const TRAIN_OUTPUT: &str = "loss 0.020 after 250 epochs on flex
+go . => va !, bleu 1.000
+i lost . => j'ai perdu ., bleu 1.000
+he's calm . => il est bon ., bleu 0.658
+i'm home . => je suis chez moi ., bleu 1.000
+    je <- home   (0.29)
+  suis <- .      (0.33)
+  chez <- home   (0.34)
+   moi <- <eos>  (0.31)
+     . <- <eos>  (0.31)
+ <eos> <- <eos>  (0.26)
+";
+
+#[test]
+fn training_facts_hold_for_any_machine_s_run_and_catch_a_failed_one() {
+    train_facts(TRAIN_OUTPUT).unwrap();
+    // "he's calm ." is not a training pair: any translation is a valid run.
+    let calm = TRAIN_OUTPUT.replace("il est bon ., bleu 0.658", "il essaye ., bleu 0.000");
+    train_facts(&calm).unwrap();
+    let cases = [
+        ("loss 0.020", "loss 0.041", "final loss 0.041 above 0.03"),
+        (
+            "va !, bleu 1.000",
+            "va ., bleu 0.000",
+            "`go .` is a training pair",
+        ),
+        (
+            "j'ai perdu ., bleu 1.000",
+            "j'ai perdu !, bleu 0.658",
+            "`i lost .`",
+        ),
+        (
+            "     . <- <eos>  (0.31)\n",
+            "",
+            "5 alignment rows, expected 6",
+        ),
+        ("(0.26)", "(0.00)", "bad alignment row"),
+    ];
+    for (from, to, error) in cases {
+        let broken = TRAIN_OUTPUT.replace(from, to);
+        let e = train_facts(&broken).unwrap_err().to_string();
+        assert!(e.contains(error), "{to:?}: {e}");
+    }
 }
