@@ -330,7 +330,7 @@ fn a_download_is_verified_before_it_is_kept() {
 
 /// The full corpus, from the folder named by `D2L_DATA_DIR` (CI points it
 /// at the shared offline copy); these tests are `#[ignore]`d and run with
-/// `cargo test -- --ignored`.
+/// `cargo test --workspace --test machine_translation -- --ignored`.
 fn full_corpus() -> String {
     let folder = std::env::var_os(DATA_DIR_ENV)
         .unwrap_or_else(|| panic!("set {DATA_DIR_ENV} to the folder holding fra.txt"));
