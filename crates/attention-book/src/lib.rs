@@ -4,11 +4,12 @@
 //! with the tolerant comparison of [`compare`]).
 //!
 //! `figures/fingerprints.txt` records, for each listing, the fingerprint
-//! ([`Listing::fingerprint`]) of the code that made its files, and each
+//! ([`fingerprint::fingerprint`]) of the code that made its files, and each
 //! file's name and content hash; a listing is run again when its
 //! fingerprint changes or one of its files is missing or altered.
 
 pub mod compare;
+pub mod fingerprint;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -17,9 +18,10 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use burn::tensor::Device;
-use d2l_attention::Backend;
+use d2l_attention::BackendChoice;
 use d2l_attention::files::write_atomic;
-use d2l_attention::listing::{Check, Listing, Output};
+use d2l_attention::listings::{Check, Listing, Output};
+use fingerprint::fingerprint;
 use sha2::{Digest, Sha256};
 
 /// The manifest's file name inside the figures folder.
@@ -36,9 +38,8 @@ pub struct Entry {
 impl Entry {
     /// Whether the entry was made under `fingerprint` and every file it
     /// lists is still in `figures` as written.
-    fn is_fresh(&self, fingerprint: &str, figures: &Path) -> bool {
-        self.fingerprint == fingerprint
-            && !self.files.is_empty()
+    fn is_fresh(&self, figures: &Path) -> bool {
+        !self.files.is_empty()
             && self.files.iter().all(|(name, hash)| {
                 fs::read(figures.join(name)).is_ok_and(|bytes| content_hash(&bytes) == *hash)
             })
@@ -114,20 +115,24 @@ pub struct Report {
 pub fn render(
     listings: &[Listing],
     figures: &Path,
-    backend: Backend,
+    backend: BackendChoice,
     force: bool,
 ) -> anyhow::Result<Report> {
     let device = backend.device()?;
     fs::create_dir_all(figures)
         .with_context(|| format!("cannot create the figures folder `{}`", figures.display()))?;
     let mut manifest = read_manifest(figures);
+    let fingerprints = listings
+        .iter()
+        .map(|l| Ok((l.name, fingerprint(l, backend)?)))
+        .collect::<anyhow::Result<BTreeMap<&str, String>>>()?;
     let mut report = Report::default();
     let stale: Vec<&Listing> = listings
         .iter()
         .filter(|l| {
             let fresh = manifest
                 .get(l.name)
-                .is_some_and(|e| e.is_fresh(&l.fingerprint(backend), figures));
+                .is_some_and(|e| fingerprints[l.name] == e.fingerprint && e.is_fresh(figures));
             if fresh && !force {
                 report.skipped.push(l.name.to_owned());
             }
@@ -164,7 +169,7 @@ pub fn render(
         manifest.insert(
             listing.name.to_owned(),
             Entry {
-                fingerprint: listing.fingerprint(backend),
+                fingerprint: fingerprints[listing.name].clone(),
                 files: entry,
             },
         );
@@ -272,7 +277,7 @@ pub fn check_output(listing: &Listing, output: &Output, figures: &Path) -> Vec<S
 pub fn check(
     listings: &[Listing],
     figures: &Path,
-    backend: Backend,
+    backend: BackendChoice,
 ) -> anyhow::Result<Vec<String>> {
     let device = backend.device()?;
     let mut problems = Vec::new();

@@ -10,10 +10,10 @@ use std::process::ExitCode;
 use anyhow::Context;
 use attention_book::{check, compare_folders, render};
 use clap::{Parser, Subcommand};
-use d2l_attention::Backend;
+use d2l_attention::BackendChoice;
 use d2l_attention::device::VALID_DEVICES;
-use d2l_attention::listing;
-use d2l_attention::listing::Listing;
+use d2l_attention::listings;
+use d2l_attention::listings::Listing;
 use mdbook_preprocessor::parse_input;
 
 /// burn allocates a fresh buffer for nearly every tensor operation; with
@@ -40,10 +40,12 @@ enum Command {
     Render {
         /// The backend to run the listings on [default: $D2L_DEVICE, else flex].
         #[arg(long, help = format!("Backend to run the listings on: {VALID_DEVICES} [default: $D2L_DEVICE, else flex]"))]
-        device: Option<Backend>,
-        /// The figures folder.
-        #[arg(long, default_value = "figures")]
-        figures: PathBuf,
+        device: Option<BackendChoice>,
+        /// The figures folder [default: figures, the committed one, which
+        /// only the default backend (flex) writes: name another folder for
+        /// another backend].
+        #[arg(long)]
+        figures: Option<PathBuf>,
         /// Run the listings even when they are up to date.
         #[arg(long)]
         force: bool,
@@ -84,7 +86,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             force,
             names,
         }) => {
-            let backend = device.map_or_else(Backend::from_env, Ok)?;
+            let backend = device.map_or_else(BackendChoice::from_env, Ok)?;
+            let figures = match figures {
+                Some(folder) => folder,
+                None if backend == BackendChoice::default() => PathBuf::from("figures"),
+                None => anyhow::bail!(
+                    "figures/ holds the {} outputs; name a folder for {backend} with --figures",
+                    BackendChoice::default()
+                ),
+            };
             let report = render(&select(&names)?, &figures, backend, force)?;
             eprintln!(
                 "{} listings run, {} up to date",
@@ -95,7 +105,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Some(Command::Check { figures, names }) => {
             let listings = select(&names)?;
-            let problems = check(&listings, &figures, Backend::Flex)?;
+            let problems = check(&listings, &figures, BackendChoice::Flex)?;
             fail_on(&problems)?;
             eprintln!(
                 "{} listings agree with {}",
@@ -111,12 +121,20 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         None => {
             let (ctx, book) = parse_input(io::stdin()).context("reading mdBook's input")?;
-            render(
-                &listing::all(),
-                &ctx.root.join("figures"),
-                Backend::from_env()?,
-                false,
-            )?;
+            let backend = BackendChoice::from_env()?;
+            // The committed figures are the default backend's; another
+            // backend's go next to the build, and the book shows the former.
+            let figures = if backend == BackendChoice::default() {
+                ctx.root.join("figures")
+            } else {
+                let folder = ctx.root.join(format!("target/figures-{backend}"));
+                eprintln!(
+                    "mdbook-listings: {backend} outputs go to {}",
+                    folder.display()
+                );
+                folder
+            };
+            render(&listings::all(), &figures, backend, false)?;
             serde_json::to_writer(io::stdout(), &book)
                 .context("writing the book back to mdBook")?;
             Ok(())
@@ -127,7 +145,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 /// The listings called `names`, in the book's order; all of them when
 /// `names` is empty.
 fn select(names: &[String]) -> anyhow::Result<Vec<Listing>> {
-    let all = listing::all();
+    let all = listings::all();
     if let Some(unknown) = names.iter().find(|n| !all.iter().any(|l| l.name == *n)) {
         let known: Vec<&str> = all.iter().map(|l| l.name).collect();
         anyhow::bail!(

@@ -11,10 +11,11 @@
 //! `benches/d2l_bahdanau.py` is the same run in PyTorch.
 
 use burn::module::Module;
-use d2l_attention::Backend;
+use d2l_attention::BackendChoice;
 use d2l_attention::bahdanau::{
-    EXAMPLES, EncoderDecoder, Seq2SeqConfig, TrainConfig, predict_seq2seq, train_seq2seq,
+    EncoderDecoder, Seq2SeqConfig, TrainConfig, predict_seq2seq, train_seq2seq,
 };
+use d2l_attention::listings::bahdanau::EXAMPLES;
 use d2l_attention::machine_translation::{NmtData, bleu, load_fra_eng};
 
 /// The allocator of the book's `mdbook-listings`, which trains the chapter.
@@ -46,7 +47,7 @@ fn args() -> anyhow::Result<(usize, u64)> {
 
 fn main() -> anyhow::Result<()> {
     let (num_epochs, seed) = args()?;
-    let backend = Backend::from_env()?;
+    let backend = BackendChoice::from_env()?;
     let device = backend.device()?;
     let train_device = device.clone().autodiff();
     let data = NmtData::new(&load_fra_eng(None)?, 10, 600)?;

@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use burn::tensor::Tensor;
-use d2l_attention::Backend;
+use d2l_attention::BackendChoice;
 use d2l_attention::attention_scoring::{self_attention, self_attention_loop};
 use d2l_attention::data::randn;
 
@@ -27,7 +27,7 @@ fn median(runs: usize, mut f: impl FnMut() -> Tensor<2>) -> Duration {
 }
 
 fn main() -> anyhow::Result<()> {
-    let backend = Backend::from_env()?;
+    let backend = BackendChoice::from_env()?;
     let device = backend.device()?;
     let (d1, d2, d3) = (64, 64, 64);
     let (w_q, w_k, w_v) = (

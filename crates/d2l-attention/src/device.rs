@@ -14,9 +14,10 @@ pub const DEVICE_ENV: &str = "D2L_DEVICE";
 /// The values `--device` and [`DEVICE_ENV`] accept.
 pub const VALID_DEVICES: &str = "flex, libtorch, libtorch-cuda:N (N = GPU index)";
 
-/// A backend the book's code can run on.
+/// A reader's choice of backend for the book's code (named so as not to
+/// collide with burn's `Backend` trait).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Backend {
+pub enum BackendChoice {
     /// burn's pure-Rust CPU backend; needs nothing but cargo. The default.
     #[default]
     Flex,
@@ -54,7 +55,7 @@ pub enum DeviceError {
     },
 }
 
-impl FromStr for Backend {
+impl FromStr for BackendChoice {
     type Err = DeviceError;
 
     /// Parses `flex`, `libtorch` or `libtorch-cuda:N` (case-insensitive,
@@ -65,31 +66,31 @@ impl FromStr for Backend {
             given: s.to_owned(),
         };
         match name.as_str() {
-            "flex" => Ok(Backend::Flex),
-            "libtorch" => Ok(Backend::LibTorch),
+            "flex" => Ok(BackendChoice::Flex),
+            "libtorch" => Ok(BackendChoice::LibTorch),
             _ => {
                 let index = name.strip_prefix("libtorch-cuda:").ok_or_else(unknown)?;
                 index
                     .parse()
-                    .map(Backend::LibTorchCuda)
+                    .map(BackendChoice::LibTorchCuda)
                     .map_err(|_| unknown())
             }
         }
     }
 }
 
-impl fmt::Display for Backend {
+impl fmt::Display for BackendChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Backend::Flex => write!(f, "flex"),
-            Backend::LibTorch => write!(f, "libtorch"),
-            Backend::LibTorchCuda(i) => write!(f, "libtorch-cuda:{i}"),
+            BackendChoice::Flex => write!(f, "flex"),
+            BackendChoice::LibTorch => write!(f, "libtorch"),
+            BackendChoice::LibTorchCuda(i) => write!(f, "libtorch-cuda:{i}"),
         }
     }
 }
 
-impl Backend {
-    /// The backend named by [`DEVICE_ENV`], or [`Backend::Flex`] when it is
+impl BackendChoice {
+    /// The backend named by [`DEVICE_ENV`], or [`BackendChoice::Flex`] when it is
     /// unset or empty.
     ///
     /// # Errors
@@ -99,7 +100,7 @@ impl Backend {
             Ok(v) if !v.trim().is_empty() => v
                 .parse()
                 .map_err(|_| DeviceError::UnknownInEnv { given: v }),
-            _ => Ok(Backend::Flex),
+            _ => Ok(BackendChoice::Flex),
         }
     }
 
@@ -111,13 +112,13 @@ impl Backend {
     /// without the `tch` feature.
     pub fn device(self) -> Result<Device, DeviceError> {
         match self {
-            Backend::Flex => Ok(Device::flex()),
+            BackendChoice::Flex => Ok(Device::flex()),
             #[cfg(feature = "tch")]
             #[allow(deprecated)] // burn marks tch for removal; it is our second backend
-            Backend::LibTorch => Ok(Device::libtorch()),
+            BackendChoice::LibTorch => Ok(Device::libtorch()),
             #[cfg(feature = "tch")]
             #[allow(deprecated)]
-            Backend::LibTorchCuda(i) => Ok(Device::libtorch_cuda(i)),
+            BackendChoice::LibTorchCuda(i) => Ok(Device::libtorch_cuda(i)),
             #[cfg(not(feature = "tch"))]
             _ => Err(DeviceError::NotCompiled {
                 given: self.to_string(),
@@ -128,10 +129,10 @@ impl Backend {
 
     /// The backends this build can run on the CPU: flex, plus libtorch with
     /// the `tch` feature. Tests run every listing on each of them.
-    pub fn compiled_cpu_backends() -> Vec<Backend> {
-        let mut all = vec![Backend::Flex];
+    pub fn compiled_cpu_backends() -> Vec<BackendChoice> {
+        let mut all = vec![BackendChoice::Flex];
         if cfg!(feature = "tch") {
-            all.push(Backend::LibTorch);
+            all.push(BackendChoice::LibTorch);
         }
         all
     }
@@ -144,11 +145,11 @@ impl Backend {
 /// [`DeviceError::Unknown`] listing the valid names, or
 /// [`DeviceError::NotCompiled`] naming the cargo feature to enable.
 pub fn parse_device(name: &str) -> Result<Device, DeviceError> {
-    name.parse::<Backend>()?.device()
+    name.parse::<BackendChoice>()?.device()
 }
 
 /// The name of the backend `device` computes on (with or without
-/// autodiff): `flex`, `libtorch`, … as [`Backend`] writes it, or burn's
+/// autodiff): `flex`, `libtorch`, … as [`BackendChoice`] writes it, or burn's
 /// own description of a device that is not one of this build's CPU backends.
 pub fn name(device: &Device) -> String {
     let inner = if device.is_autodiff() {
@@ -156,7 +157,7 @@ pub fn name(device: &Device) -> String {
     } else {
         device.clone()
     };
-    Backend::compiled_cpu_backends()
+    BackendChoice::compiled_cpu_backends()
         .into_iter()
         .find(|b| b.device().is_ok_and(|d| d == inner))
         .map_or_else(|| format!("{inner:?}"), |b| b.to_string())
@@ -168,16 +169,20 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for b in [Backend::Flex, Backend::LibTorch, Backend::LibTorchCuda(3)] {
-            assert_eq!(b.to_string().parse::<Backend>(), Ok(b));
+        for b in [
+            BackendChoice::Flex,
+            BackendChoice::LibTorch,
+            BackendChoice::LibTorchCuda(3),
+        ] {
+            assert_eq!(b.to_string().parse::<BackendChoice>(), Ok(b));
         }
-        assert_eq!(" FLEX ".parse::<Backend>(), Ok(Backend::Flex));
+        assert_eq!(" FLEX ".parse::<BackendChoice>(), Ok(BackendChoice::Flex));
     }
 
     #[test]
     fn unknown_name_lists_the_choices() {
         for bad in ["cuda", "libtorch-cuda:x", "libtorch-cuda:", ""] {
-            let err = bad.parse::<Backend>().unwrap_err();
+            let err = bad.parse::<BackendChoice>().unwrap_err();
             assert_eq!(
                 err,
                 DeviceError::Unknown {
@@ -210,7 +215,7 @@ mod tests {
 
     #[test]
     fn devices_are_named_by_their_backend() {
-        for backend in Backend::compiled_cpu_backends() {
+        for backend in BackendChoice::compiled_cpu_backends() {
             let device = backend.device().unwrap();
             assert_eq!(name(&device), backend.to_string());
             assert_eq!(name(&device.autodiff()), backend.to_string());

@@ -3,19 +3,19 @@
 //! en v1 ch. 11) on [burn](https://burn.dev).
 //!
 //! One module per book section holds that section's reusable pieces (what
-//! d2l marks `#@save`) and its listings; [`plot()`] draws the figures and
-//! [`device`] turns a reader's backend choice into a [`burn::tensor::Device`].
+//! d2l marks `#@save`); [`listings`] holds the code the pages show, one file
+//! per chapter, built on them. [`plot()`] draws the figures and [`device`]
+//! turns a reader's backend choice into a [`burn::tensor::Device`].
 
 pub mod attention_scoring;
 pub mod bahdanau;
 pub mod data;
 pub mod device;
 pub mod files;
-pub mod listing;
+pub mod listings;
 pub mod machine_translation;
 pub mod nadaraya_watson;
 pub mod plot;
-pub mod queries_keys_values;
 
-pub use device::Backend;
+pub use device::BackendChoice;
 pub use plot::{Axes, Cmap, Series, Svg, plot, show_heatmaps};

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use burn::tensor::{Device, Int, Shape, Tensor, TensorData};
-use d2l_attention::Backend;
+use d2l_attention::BackendChoice;
 use serde_json::Value;
 
 /// A reference file, parsed.
@@ -75,8 +75,8 @@ pub fn assert_close<const D: usize>(
 }
 
 /// Every CPU backend of this build, with its device.
-pub fn devices() -> Vec<(Backend, Device)> {
-    Backend::compiled_cpu_backends()
+pub fn devices() -> Vec<(BackendChoice, Device)> {
+    BackendChoice::compiled_cpu_backends()
         .into_iter()
         .map(|b| (b, b.device().unwrap()))
         .collect()

@@ -1,21 +1,19 @@
-//! Queries, keys and values (d2l zh §10.1, en §11.1): attention weights as a
-//! heatmap.
+//! The listings of "Queries, Keys, and Values" (d2l zh §10.1, en §11.1):
+//! attention weights as a heatmap.
 
 use std::fmt::Write;
 
 use burn::tensor::{Device, Tensor, activation::softmax};
 
+use super::{Listing, Output};
 use crate::data::{format_row, randn};
-use crate::listing::{Listing, Output};
 use crate::{Cmap, show_heatmaps};
 
 /// This chapter's listings.
 pub const LISTINGS: &[Listing] = &[
-    Listing::new("qkv-eye", SOURCES, eye),
-    Listing::new("qkv-softmax-rows", SOURCES, softmax_rows),
+    Listing::new("qkv-eye", file!(), eye),
+    Listing::new("qkv-softmax-rows", file!(), softmax_rows),
 ];
-
-const SOURCES: &[&str] = &[include_str!("queries_keys_values.rs")];
 
 /// The identity as attention weights: each query attends only to the key
 /// with its own index (d2l zh §10.1.3, seed notebook In[4]).
@@ -67,7 +65,7 @@ fn softmax_rows(device: &Device, out: &mut Output) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Backend;
+    use crate::BackendChoice;
 
     fn count(svg: &str, needle: &str) -> usize {
         svg.matches(needle).count()
@@ -75,7 +73,7 @@ mod tests {
 
     #[test]
     fn eye_draws_ten_dark_cells_on_ninety_light_ones() {
-        for backend in Backend::compiled_cpu_backends() {
+        for backend in BackendChoice::compiled_cpu_backends() {
             let out = LISTINGS[0].execute(&backend.device().unwrap()).unwrap();
             let [(name, svg)] = out.figures() else {
                 panic!("one figure expected")
@@ -96,7 +94,7 @@ mod tests {
 
     #[test]
     fn softmax_rows_are_distributions_equal_to_the_closed_form() {
-        for backend in Backend::compiled_cpu_backends() {
+        for backend in BackendChoice::compiled_cpu_backends() {
             let device = backend.device().unwrap();
             let scores = randn([10, 10], 0, &device)
                 .try_into_vec_as::<f64>()

@@ -1,8 +1,10 @@
-//! Listings: the code the book shows, run to make its figures and printed
-//! output.
+//! The book's listings: the code its pages show, one file per chapter, run
+//! to make the figures and printed output (d2l's cells that are not
+//! `#@save`d; the reusable code they call lives in the library modules).
 //!
-//! A listing is a function of a chapter module whose body the chapter pulls
-//! in between `// ANCHOR: name` and `// ANCHOR_END: name`. It writes what it
+//! A listing is a function whose body the chapter pulls in between
+//! `// ANCHOR: name` and `// ANCHOR_END: name`, registered with one line in
+//! its chapter's `LISTINGS` table. It writes what it
 //! prints into an [`Output`] (`writeln!(out, …)`) and hands over its figures;
 //! the book's preprocessor (`mdbook-listings`) saves them under `figures/`
 //! as `<name>.txt` and `<figure>.svg`, and the tests compare them with what
@@ -11,9 +13,13 @@
 use std::fmt;
 
 use burn::tensor::Device;
-use sha2::{Digest, Sha256};
 
-use crate::{Backend, Svg};
+use crate::Svg;
+
+pub mod bahdanau;
+pub mod nw;
+pub mod qkv;
+pub mod scoring;
 
 /// A listing's run: the device to compute on, and where its printed text
 /// and figures go.
@@ -24,9 +30,10 @@ pub type RunFn = fn(&Device, &mut Output) -> anyhow::Result<()>;
 pub struct Listing {
     /// Its name: the stem of its captured text file `figures/<name>.txt`.
     pub name: &'static str,
-    /// The text of the source files it depends on beyond [`COMMON_SOURCES`]
-    /// (its chapter module, and modules of earlier chapters it uses).
-    pub sources: &'static [&'static str],
+    /// The source file that defines it (`file!()`): the book tool
+    /// fingerprints it, and the library modules it uses, to know when the
+    /// listing must run again.
+    pub file: &'static str,
     /// How its committed outputs are checked.
     pub check: Check,
     /// The code.
@@ -48,63 +55,39 @@ pub enum Check {
     Facts(fn(&str) -> anyhow::Result<()>),
 }
 
-/// Sources that every listing depends on: the shared library code, its
-/// manifest and the lock file (so a dependency upgrade re-runs everything).
-pub const COMMON_SOURCES: &[&str] = &[
-    include_str!("lib.rs"),
-    include_str!("data.rs"),
-    include_str!("device.rs"),
-    include_str!("files.rs"),
-    include_str!("listing.rs"),
-    include_str!("plot/mod.rs"),
-    include_str!("plot/colormap.rs"),
-    include_str!("plot/heatmap.rs"),
-    include_str!("plot/lines.rs"),
-    include_str!("../Cargo.toml"),
-    include_str!("../../../Cargo.lock"),
-];
-
 /// Every listing of the book, in reading order.
 pub fn all() -> Vec<Listing> {
     [
-        crate::queries_keys_values::LISTINGS,
-        crate::nadaraya_watson::LISTINGS,
-        crate::attention_scoring::LISTINGS,
-        crate::bahdanau::LISTINGS,
+        qkv::LISTINGS,
+        nw::LISTINGS,
+        scoring::LISTINGS,
+        bahdanau::LISTINGS,
     ]
     .concat()
 }
 
-/// The listing called `name`, if the book has one.
-pub fn by_name(name: &str) -> Option<Listing> {
-    all().into_iter().find(|l| l.name == name)
+/// Runs the listing of `table` called `name` on `device`, for a chapter's
+/// tests (which may not name `crate::listings`, or every chapter's listings
+/// would count among their dependencies).
+///
+/// # Panics
+/// When there is no such listing or it fails.
+#[cfg(test)]
+pub(crate) fn run_named(table: &[Listing], name: &str, device: &Device) -> Output {
+    let listing = table.iter().find(|l| l.name == name).expect(name);
+    listing.execute(device).expect(name)
 }
 
 impl Listing {
-    /// A listing whose outputs the tests compare ([`Check::Compare`]).
-    pub const fn new(name: &'static str, sources: &'static [&'static str], run: RunFn) -> Self {
+    /// A listing defined in `file` (pass `file!()`) whose outputs the
+    /// tests compare ([`Check::Compare`]).
+    pub const fn new(name: &'static str, file: &'static str, run: RunFn) -> Self {
         Listing {
             name,
-            sources,
+            file,
             check: Check::Compare,
             run,
         }
-    }
-
-    /// A content hash of everything this listing's outputs depend on: its
-    /// name, the backend it runs on, [`COMMON_SOURCES`] and its own
-    /// sources. Outputs made under the same fingerprint are up to date.
-    pub fn fingerprint(&self, backend: Backend) -> String {
-        let mut hash = Sha256::new();
-        for part in [self.name, &backend.to_string()]
-            .into_iter()
-            .chain(COMMON_SOURCES.iter().copied())
-            .chain(self.sources.iter().copied())
-        {
-            hash.update((part.len() as u64).to_le_bytes());
-            hash.update(part.as_bytes());
-        }
-        format!("{:x}", hash.finalize())
     }
 
     /// Runs the listing on `device` and returns what it printed and drew.

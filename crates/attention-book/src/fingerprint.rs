@@ -1,0 +1,211 @@
+//! When a listing must run again: a fingerprint of the files on disk that
+//! its outputs depend on.
+//!
+//! A listing depends on its own file, on [`COMMON`], and on every library
+//! module it names as `crate::module` (in `use` lines or paths), followed
+//! through the modules those name in turn. Editing the Nadaraya–Watson
+//! module therefore re-runs the Nadaraya–Watson listings and not the
+//! Bahdanau training, which never names it.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use d2l_attention::BackendChoice;
+use d2l_attention::listings::Listing;
+use sha2::{Digest, Sha256};
+
+/// The library's source folder, relative to the workspace root.
+pub const LIBRARY: &str = "crates/d2l-attention/src";
+
+/// Files and folders every listing depends on, relative to the workspace
+/// root: the lock file and the library's manifest (a dependency upgrade
+/// re-runs everything), the crate root with its re-exports, the listing
+/// machinery, and the plotting and device code every figure goes through.
+pub const COMMON: &[&str] = &[
+    "Cargo.lock",
+    "crates/d2l-attention/Cargo.toml",
+    "crates/d2l-attention/src/lib.rs",
+    "crates/d2l-attention/src/listings/mod.rs",
+    "crates/d2l-attention/src/plot",
+    "crates/d2l-attention/src/device.rs",
+];
+
+/// The workspace root: where the book tool was built from.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The files `file` depends on (itself included), relative to `root` when
+/// they lie under it: `file`, then every library module it names as
+/// `crate::module`, transitively. A module is `src/<module>.rs`, or every
+/// `.rs` file under `src/<module>/`.
+///
+/// # Errors
+/// When a file cannot be read (naming it).
+pub fn dependencies(root: &Path, file: &Path) -> anyhow::Result<BTreeSet<PathBuf>> {
+    let mut seen = BTreeSet::from([file.to_owned()]);
+    let mut todo = vec![file.to_owned()];
+    while let Some(next) = todo.pop() {
+        let text = fs::read_to_string(root.join(&next))
+            .with_context(|| format!("cannot read `{}`", root.join(&next).display()))?;
+        for module in named_modules(&text) {
+            for path in module_files(root, &Path::new(LIBRARY).join(&module))? {
+                if seen.insert(path.clone()) {
+                    todo.push(path);
+                }
+            }
+        }
+    }
+    Ok(seen)
+}
+
+/// The fingerprint of `listing` on `backend`: a SHA-256 over its name, the
+/// backend, and the path and contents of [`COMMON`] and of its
+/// [`dependencies`]. Outputs made under the same fingerprint are up to date.
+///
+/// # Errors
+/// When a file cannot be read (naming it).
+pub fn fingerprint(listing: &Listing, backend: BackendChoice) -> anyhow::Result<String> {
+    let root = workspace_root();
+    let mut files = dependencies(&root, Path::new(listing.file))
+        .with_context(|| format!("fingerprinting listing `{}`", listing.name))?;
+    for common in COMMON {
+        files.extend(module_files(&root, Path::new(common))?);
+    }
+    let mut hash = Sha256::new();
+    let mut part = |bytes: &[u8]| {
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(bytes);
+    };
+    part(listing.name.as_bytes());
+    part(backend.to_string().as_bytes());
+    for file in &files {
+        let bytes = fs::read(root.join(file))
+            .with_context(|| format!("cannot read `{}`", root.join(file).display()))?;
+        part(file.to_string_lossy().as_bytes());
+        part(&bytes);
+    }
+    Ok(format!("{:x}", hash.finalize()))
+}
+
+/// The first path segment after each `crate::`, including each item of a
+/// `crate::{a::B, c}` group.
+fn named_modules(text: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for (i, _) in text.match_indices("crate::") {
+        let rest = &text[i + "crate::".len()..];
+        let segments = match rest.strip_prefix('{') {
+            Some(group) => top_level_items(group),
+            None => vec![rest],
+        };
+        for segment in segments {
+            let name: String = segment
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                names.insert(name);
+            }
+        }
+    }
+    names
+}
+
+/// The comma-separated items of a `{…}` group whose opening brace has been
+/// read, up to its closing brace; nested groups stay inside their item.
+fn top_level_items(group: &str) -> Vec<&str> {
+    let (mut items, mut depth, mut start) = (Vec::new(), 0, 0);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(&group[start..i]);
+                return items;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&group[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&group[start..]);
+    items
+}
+
+/// `path` itself when it is a file, `path.rs` when that is one, every `.rs`
+/// file under `path` when it is a folder; nothing when none exists (a name
+/// re-exported by the crate root, such as `crate::plot`'s functions, is no
+/// module of its own). Paths are relative to `root`.
+fn module_files(root: &Path, path: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let full = root.join(path);
+    if full.is_file() {
+        return Ok(vec![path.to_owned()]);
+    }
+    let with_rs = path.with_extension("rs");
+    if root.join(&with_rs).is_file() {
+        return Ok(vec![with_rs]);
+    }
+    if !full.is_dir() {
+        return Ok(Vec::new());
+    }
+    let mut files = Vec::new();
+    for entry in fs::read_dir(&full).with_context(|| format!("cannot read `{}`", full.display()))? {
+        let name = entry?.file_name();
+        files.extend(module_files(root, &path.join(name))?);
+    }
+    Ok(files
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "rs"))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deps(listing_file: &str) -> Vec<String> {
+        dependencies(&workspace_root(), Path::new(listing_file))
+            .unwrap()
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_listing_depends_on_the_modules_it_uses_and_no_others() {
+        let nw = deps("crates/d2l-attention/src/listings/nw.rs");
+        assert!(
+            nw.contains(&format!("{LIBRARY}/nadaraya_watson.rs")),
+            "{nw:?}"
+        );
+        assert!(nw.contains(&format!("{LIBRARY}/data.rs")), "{nw:?}");
+        assert!(!nw.iter().any(|f| f.contains("bahdanau")), "{nw:?}");
+        let bahdanau = deps("crates/d2l-attention/src/listings/bahdanau.rs");
+        for module in ["bahdanau", "attention_scoring", "machine_translation"] {
+            assert!(
+                bahdanau
+                    .iter()
+                    .any(|f| f.starts_with(&format!("{LIBRARY}/{module}"))),
+                "{module}: {bahdanau:?}"
+            );
+        }
+        assert!(
+            !bahdanau
+                .iter()
+                .any(|f| f.contains("nadaraya_watson") || f.contains("listings/nw")),
+            "{bahdanau:?}"
+        );
+    }
+
+    #[test]
+    fn grouped_and_nested_paths_name_their_first_segment() {
+        let text = "use crate::{Axes, data::{rand, randn}, plot};\nlet x = crate::device::name(d);";
+        let names: Vec<String> = named_modules(text).into_iter().collect();
+        assert_eq!(names, ["Axes", "data", "device", "plot"]);
+    }
+}

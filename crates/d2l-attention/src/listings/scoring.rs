@@ -1,0 +1,291 @@
+//! The listings of "Attention Scoring Functions" (d2l zh §10.3, en §11.3).
+
+use std::fmt::Write;
+
+use burn::module::Param;
+use burn::nn::Linear;
+use burn::tensor::{Device, Int, Tensor};
+
+use super::{Listing, Output};
+use crate::attention_scoring::*;
+use crate::data::{format_tensor, rand, randn};
+use crate::{Cmap, show_heatmaps};
+
+/// This chapter's listings.
+pub const LISTINGS: &[Listing] = &[
+    Listing::new("scoring-masked-softmax", file!(), masked_softmax_demo),
+    Listing::new("scoring-additive", file!(), additive_demo),
+    Listing::new("scoring-dot-product", file!(), dot_product_demo),
+    Listing::new("scoring-variance", file!(), variance_demo),
+    Listing::new("scoring-table", file!(), table_demo),
+    Listing::new("scoring-self-attention", file!(), self_attention_demo),
+    Listing::new("scoring-projection", file!(), projection_exercise),
+];
+
+fn masked_softmax_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: masked_softmax_demo
+    let scores = rand([2, 2, 4], 0, device);
+    let per_sequence = Tensor::<1, Int>::from_ints([2, 3], device);
+    let weights = masked_softmax(scores.clone(), Some(per_sequence.into()))?;
+    writeln!(out, "valid_lens [2, 3]:\n{}", format_tensor(weights, 4))?;
+    let per_query = Tensor::<2, Int>::from_ints([[1, 3], [2, 4]], device);
+    let weights = masked_softmax(scores, Some(per_query.into()))?;
+    writeln!(
+        out,
+        "valid_lens [[1, 3], [2, 4]]:\n{}",
+        format_tensor(weights, 4)
+    )?;
+    // ANCHOR_END: masked_softmax_demo
+    Ok(())
+}
+
+/// The demo values of d2l §10.3: arange(40) as ten 4-vectors, for both batch elements.
+fn demo_values(device: &Device) -> Tensor<3> {
+    Tensor::<1, Int>::arange(0..40, device)
+        .float()
+        .reshape([1, 10, 4])
+        .repeat_dim(0, 2)
+}
+
+fn additive_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: additive_demo
+    let queries = randn([2, 1, 20], 1, device);
+    let keys = Tensor::<3>::ones([2, 10, 2], device);
+    let values = demo_values(device); // (2, 10, 4): 0, 1, …, 39 in both batch elements
+    let valid_lens = Tensor::<1, Int>::from_ints([2, 6], device);
+    let attention = AdditiveAttentionConfig::new(2, 20, 8)
+        .with_dropout(0.1)
+        .init(device);
+    let attended = attention.forward(queries, keys, values, Some(valid_lens.into()))?;
+    writeln!(out, "{}", format_tensor(attended.output, 4))?;
+    let weights = attended.attention_weights.reshape([1, 1, 2, 10]);
+    let figure = show_heatmaps(&weights, "Keys", "Queries", None, (2.5, 2.5), Cmap::Reds)?;
+    // ANCHOR_END: additive_demo
+    out.figure("scoring-additive", figure);
+    Ok(())
+}
+
+fn dot_product_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: dot_product_demo
+    let queries = randn([2, 1, 2], 2, device);
+    let keys = Tensor::<3>::ones([2, 10, 2], device);
+    let valid_lens = Tensor::<1, Int>::from_ints([2, 6], device);
+    let attention = DotProductAttentionConfig::new().with_dropout(0.5).init();
+    let attended =
+        attention.forward(queries, keys, demo_values(device), Some(valid_lens.into()))?;
+    writeln!(out, "{}", format_tensor(attended.output, 4))?;
+    let weights = attended.attention_weights.reshape([1, 1, 2, 10]);
+    let figure = show_heatmaps(&weights, "Keys", "Queries", None, (2.5, 2.5), Cmap::Reds)?;
+    // ANCHOR_END: dot_product_demo
+    out.figure("scoring-dot-product", figure);
+    Ok(())
+}
+
+fn variance_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: variance_demo
+    // 10 000 pairs of N(0, 1) vectors of size d: how spread out are their dot products?
+    for d in [2, 16, 128, 1024] {
+        let queries = randn([10_000, d], 3, device);
+        let keys = randn([10_000, d], 4, device);
+        let dots = (queries * keys).sum_dim(1);
+        let variance = |x: Tensor<2>| {
+            x.clone().powi_scalar(2).mean().into_scalar::<f32>()
+                - x.mean().into_scalar::<f32>().powi(2)
+        };
+        let (raw, scaled) = (variance(dots.clone()), variance(dots / (d as f64).sqrt()));
+        writeln!(
+            out,
+            "d = {d:>4}: variance of q·k {raw:>8.2}, of q·k/√d {scaled:.2}"
+        )?;
+    }
+    // ANCHOR_END: variance_demo
+    Ok(())
+}
+
+fn table_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: table_demo
+    // One batch element, two queries, four keys, all of size 3.
+    let queries = randn([1, 2, 3], 5, device);
+    let keys = randn([1, 4, 3], 6, device);
+    // Parameters from our seeded generator, so that every build prints the same.
+    let additive = AdditiveAttention {
+        w_q: seeded_linear(3, 8, 20, device),
+        w_k: seeded_linear(3, 8, 21, device),
+        w_v: seeded_linear(8, 1, 22, device),
+        ..AdditiveAttentionConfig::new(3, 3, 8).init(device)
+    };
+    let dot = DotProductAttentionConfig::new().with_scaled(false).init();
+    let scaled_dot = DotProductAttentionConfig::new().init();
+    let w = randn([3, 3], 7, device);
+    let table = [
+        (
+            "additive      wᵀtanh(W_q q + W_k k)",
+            additive.scores(queries.clone(), keys.clone()),
+        ),
+        (
+            "dot product   kᵀq",
+            dot.scores(queries.clone(), keys.clone())?,
+        ),
+        (
+            "scaled dot    kᵀq / √d",
+            scaled_dot.scores(queries.clone(), keys.clone())?,
+        ),
+        ("bilinear      kᵀ W q", bilinear_scores(queries, keys, w)?),
+    ];
+    for (name, scores) in table {
+        let weights = masked_softmax(scores.clone(), None)?;
+        writeln!(
+            out,
+            "{name}\n  scores  {}\n  weights {}",
+            format_tensor(scores.squeeze::<2>(), 3),
+            format_tensor(weights.squeeze::<2>(), 3)
+        )?;
+    }
+    // ANCHOR_END: table_demo
+    Ok(())
+}
+
+fn self_attention_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: self_attention_demo
+    // Five tokens of size d1 = 6; d3 = 4 for queries and keys, d2 = 3 for values.
+    let x = randn([6, 5], 8, device);
+    let (w_q, w_k, w_v) = (
+        randn([4, 6], 9, device),
+        randn([4, 6], 10, device),
+        randn([3, 6], 11, device),
+    );
+    let by_loop = self_attention_loop(&x, &w_q, &w_k, &w_v);
+    let (vectorised, weights) = self_attention(&x, &w_q, &w_k, &w_v);
+    let gap = (by_loop - vectorised.clone())
+        .abs()
+        .max()
+        .into_scalar::<f32>();
+    writeln!(
+        out,
+        "H =\n{}\nlargest difference between loop and vectorised: {gap:.1e}",
+        format_tensor(vectorised, 4)
+    )?;
+    let figure = show_heatmaps(
+        &weights.reshape([1, 1, 5, 5]),
+        "Keys",
+        "Queries",
+        None,
+        (2.5, 2.5),
+        Cmap::Reds,
+    )?;
+    // ANCHOR_END: self_attention_demo
+    out.figure("scoring-self-attention", figure);
+    Ok(())
+}
+
+/// A bias-free linear layer (`d_input` → `d_output`) with weights drawn
+/// from N(0, 1/d_input) by our seeded generator, the same on every backend
+/// (burn's own initialisers draw from its global generator).
+pub fn seeded_linear(d_input: usize, d_output: usize, seed: u64, device: &Device) -> Linear {
+    let weight = randn([d_input, d_output], seed, device) / (d_input as f64).sqrt();
+    Linear {
+        weight: Param::from_tensor(weight),
+        bias: None,
+    }
+}
+
+/// Exercise: dot-product attention between queries and keys of different
+/// sizes, by projecting the queries to the key size first.
+fn projection_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: projection_exercise
+    let queries = randn([2, 1, 20], 1, device); // query_size 20
+    let keys = randn([2, 10, 2], 12, device); // key_size 2
+    let valid_lens = Tensor::<1, Int>::from_ints([2, 6], device);
+    let attention = DotProductAttentionConfig::new().init();
+    // Without a projection the sizes cannot meet:
+    let refused = attention
+        .forward(queries.clone(), keys.clone(), demo_values(device), None)
+        .unwrap_err();
+    writeln!(out, "error: {refused}")?;
+    // A learnable W (query_size → key_size) makes them comparable: score = kᵀ(W q) / √2.
+    let project = seeded_linear(20, 2, 13, device);
+    let attended = attention.forward(
+        project.forward(queries),
+        keys,
+        demo_values(device),
+        Some(valid_lens.into()),
+    )?;
+    writeln!(
+        out,
+        "weights:\n{}",
+        format_tensor(attended.attention_weights, 4)
+    )?;
+    // ANCHOR_END: projection_exercise
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::BackendChoice;
+
+    fn run(name: &str, device: &Device) -> Output {
+        super::super::run_named(LISTINGS, name, device)
+    }
+
+    /// The closed form of d2l's demo: with identical keys the weights are
+    /// uniform over the valid keys, so the output is the mean of the first
+    /// 2 (and 6) values.
+    const CLOSED_FORM: &str =
+        "[[[2.0000, 3.0000, 4.0000, 5.0000]],\n [[10.0000, 11.0000, 12.0000, 13.0000]]]\n";
+
+    #[test]
+    fn identical_keys_give_the_closed_form_for_both_layers() {
+        for backend in BackendChoice::compiled_cpu_backends() {
+            let device = backend.device().unwrap();
+            assert_eq!(
+                run("scoring-additive", &device).text(),
+                CLOSED_FORM,
+                "{backend}"
+            );
+            assert_eq!(
+                run("scoring-dot-product", &device).text(),
+                CLOSED_FORM,
+                "{backend}"
+            );
+        }
+    }
+
+    #[test]
+    fn scaling_brings_the_variance_of_dot_products_to_one() {
+        let out = run("scoring-variance", &Device::flex());
+        for line in out.text().lines() {
+            let d: f32 = line
+                .split(':')
+                .next()
+                .unwrap()
+                .trim_start_matches("d =")
+                .trim()
+                .parse()
+                .unwrap();
+            let numbers: Vec<f32> = line
+                .split_whitespace()
+                .filter_map(|w| w.trim_end_matches(',').parse().ok())
+                .collect();
+            let (raw, scaled) = (numbers[numbers.len() - 2], numbers[numbers.len() - 1]);
+            assert!(
+                (raw / d - 1.0).abs() < 0.1 && (scaled - 1.0).abs() < 0.1,
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn loop_and_vectorised_self_attention_agree() {
+        let out = run("scoring-self-attention", &Device::flex());
+        let gap: f32 = out
+            .text()
+            .rsplit(": ")
+            .next()
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(gap < 1e-5, "{gap}");
+    }
+}
