@@ -12,11 +12,10 @@
 
 use burn::module::Module;
 use d2l_attention::BackendChoice;
-use d2l_attention::bahdanau::{
-    EncoderDecoder, Seq2SeqConfig, TrainConfig, predict_seq2seq, train_seq2seq,
-};
+use d2l_attention::bahdanau::{EncoderDecoder, Seq2SeqConfig};
 use d2l_attention::listings::bahdanau::EXAMPLES;
 use d2l_attention::machine_translation::{NmtData, bleu, load_fra_eng};
+use d2l_attention::seq2seq::{TrainConfig, predict_seq2seq, train_seq2seq};
 
 /// The allocator of the book's `mdbook-listings`, which trains the chapter.
 #[global_allocator]

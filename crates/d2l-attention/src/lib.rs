@@ -16,6 +16,8 @@ pub mod listings;
 pub mod machine_translation;
 pub mod nadaraya_watson;
 pub mod plot;
+pub mod rnn;
+pub mod seq2seq;
 
 pub use device::BackendChoice;
 pub use plot::{Axes, Cmap, Series, Svg, plot, show_heatmaps};

@@ -8,6 +8,7 @@ use d2l_attention::bahdanau::*;
 use d2l_attention::data::{rand, randn};
 use d2l_attention::listings::bahdanau::train_facts;
 use d2l_attention::machine_translation::NmtData;
+use d2l_attention::seq2seq::*;
 
 fn ints<const D: usize>(data: Vec<i64>, shape: [usize; D], device: &Device) -> Tensor<D, Int> {
     Tensor::from_data(TensorData::new(data, shape), device)

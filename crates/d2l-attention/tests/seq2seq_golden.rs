@@ -10,11 +10,12 @@ use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor};
 use common::{assert_close, devices, float, golden, int};
 use d2l_attention::attention_scoring::AdditiveAttention;
-use d2l_attention::bahdanau::{
-    EncoderDecoder, GruLayer, Seq2SeqAttentionDecoder, Seq2SeqEncoder, StackedGru, TrainConfig,
-    adam, grad_clipping, masked_softmax_ce_loss, train_batch,
-};
+use d2l_attention::bahdanau::{EncoderDecoder, Seq2SeqAttentionDecoder, Seq2SeqEncoder};
 use d2l_attention::machine_translation::Batch;
+use d2l_attention::rnn::{GruLayer, StackedGru};
+use d2l_attention::seq2seq::{
+    TrainConfig, adam, grad_clipping, masked_softmax_ce_loss, train_batch,
+};
 use serde_json::Value;
 
 /// A Linear from torch's (out, in) weight.

@@ -8,6 +8,7 @@ use burn::tensor::{Device, Int, Tensor};
 use super::{Check, Listing, Output};
 use crate::bahdanau::*;
 use crate::machine_translation::{NmtData, bleu, load_fra_eng};
+use crate::seq2seq::*;
 use crate::{Axes, Cmap, Series, plot, show_heatmaps};
 
 /// The listings of this section.
