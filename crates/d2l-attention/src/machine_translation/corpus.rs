@@ -1,0 +1,311 @@
+//! Finding, downloading, checking and reading the English–French corpus.
+
+use std::fs;
+use std::io::{Read, Seek};
+use std::path::{Path, PathBuf};
+
+use sha1::{Digest, Sha1};
+
+use crate::files::write_atomic;
+
+/// A downloadable zip and its SHA-1.
+#[derive(Clone, Copy, Debug)]
+pub struct Source {
+    /// Where to download it.
+    pub url: &'static str,
+    /// Its SHA-1, in hex.
+    pub sha1: &'static str,
+}
+
+/// d2l's copy of the corpus.
+pub const FRA_ENG: Source = Source {
+    url: "http://d2l-data.s3-accelerate.amazonaws.com/fra-eng.zip",
+    sha1: "94646ad1522d915e7b0f9296181140edcf86a4f5",
+};
+/// The zip member holding the sentence pairs.
+pub const FRA_ENG_MEMBER: &str = "fra-eng/fra.txt";
+/// The environment variable naming a folder (holding `fra.txt` or
+/// `fra-eng.zip`) or one of those files.
+pub const DATA_DIR_ENV: &str = "D2L_DATA_DIR";
+
+/// Why the corpus could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    /// Nothing found and no download possible.
+    #[error(
+        "the English–French corpus was not found (looked in: {}) and could not be downloaded from {url}: {reason}.\n\
+         Download fra-eng.zip from {url} (or copy fra.txt) into {}, or set {DATA_DIR_ENV} to the folder that holds it",
+        .tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+        .cache.display()
+    )]
+    NotFound {
+        /// The places searched.
+        tried: Vec<PathBuf>,
+        /// The cache folder a download would have gone to.
+        cache: PathBuf,
+        /// Where the zip can be downloaded.
+        url: &'static str,
+        /// Why the download failed.
+        reason: String,
+    },
+    /// The path given for the corpus does not exist.
+    #[error("`{}` (the corpus path given, or {DATA_DIR_ENV}) does not exist", .path.display())]
+    MissingPath {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The corpus has no usable sentence pair.
+    #[error(
+        "the corpus has {skipped} lines without exactly one tab and no usable pair; is it d2l's fra.txt (English<TAB>French per line)?"
+    )]
+    NoPairs {
+        /// Lines skipped.
+        skipped: usize,
+    },
+    /// The zip's checksum is wrong (a truncated or altered download).
+    #[error("`{}` has SHA-1 {got}, expected {expected}: the file is damaged or not d2l's fra-eng.zip; delete it and download it again", .path.display())]
+    Checksum {
+        /// The zip.
+        path: PathBuf,
+        /// Its SHA-1.
+        got: String,
+        /// The expected one.
+        expected: &'static str,
+    },
+    /// The zip could not be read.
+    #[error("`{}` is not a readable zip archive: {reason}", .path.display())]
+    BadZip {
+        /// The zip.
+        path: PathBuf,
+        /// What the zip reader said.
+        reason: String,
+    },
+    /// The zip lacks the corpus.
+    #[error("`{}` has no member `{FRA_ENG_MEMBER}`", .path.display())]
+    MissingMember {
+        /// The zip.
+        path: PathBuf,
+    },
+    /// A member would be written outside the target folder (zip slip).
+    #[error("`{}` holds the member `{member}`, which would escape its folder; refusing to extract", .path.display())]
+    UnsafeMember {
+        /// The zip.
+        path: PathBuf,
+        /// The member's name.
+        member: String,
+    },
+    /// The text is not UTF-8.
+    #[error("`{}` is not UTF-8 text (first bad byte at offset {offset})", .path.display())]
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+        /// Byte offset of the first invalid sequence.
+        offset: usize,
+    },
+    /// Reading or writing a file failed.
+    #[error("`{}`: {error}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        error: std::io::Error,
+    },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> DataError + '_ {
+    move |error| DataError::Io {
+        path: path.to_owned(),
+        error,
+    }
+}
+
+/// The per-user cache folder the corpus is kept in after a download.
+pub fn cache_dir() -> PathBuf {
+    dirs::cache_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("d2l-attention")
+        .join("fra-eng")
+}
+
+/// The corpus text: [`locate_fra_eng`] with `explicit` (or else the path
+/// in [`DATA_DIR_ENV`]), the user cache folder and d2l's download, then
+/// [`read_corpus`].
+///
+/// # Errors
+/// See [`locate_fra_eng`] and [`read_corpus`].
+pub fn load_fra_eng(explicit: Option<&Path>) -> Result<String, DataError> {
+    let from_env = std::env::var_os(DATA_DIR_ENV).map(PathBuf::from);
+    read_corpus(&locate_fra_eng(
+        explicit.or(from_env.as_deref()),
+        &cache_dir(),
+        FRA_ENG,
+    )?)
+}
+
+/// Finds `fra.txt`, in this order: `explicit`, a folder holding `fra.txt`
+/// or `fra-eng.zip`, or one of those files; then
+/// the cache folder `cache`; then a download of `source` (normally
+/// [`FRA_ENG`]) into `cache`. A zip is checked against `source.sha1` and
+/// its `fra.txt` extracted into `cache`. Returns the path of `fra.txt`.
+///
+/// # Errors
+/// [`DataError::NotFound`] telling where to put the file when nothing was
+/// found and the download failed (e.g. offline); [`DataError::Checksum`],
+/// [`DataError::BadZip`], [`DataError::MissingMember`] or
+/// [`DataError::UnsafeMember`] for a damaged zip; [`DataError::MissingPath`]
+/// when `explicit` does not exist (a typo is not papered over by the
+/// cache). Files are written
+/// atomically and a download is kept only once verified, so nothing
+/// half-written is ever reused.
+pub fn locate_fra_eng(
+    explicit: Option<&Path>,
+    cache: &Path,
+    source: Source,
+) -> Result<PathBuf, DataError> {
+    if let Some(path) = explicit.filter(|p| !p.exists()) {
+        return Err(DataError::MissingPath {
+            path: path.to_owned(),
+        });
+    }
+    let mut tried = Vec::new();
+    for place in explicit
+        .map(Path::to_owned)
+        .into_iter()
+        .chain([cache.to_owned()])
+    {
+        let candidates = if place.is_dir() {
+            vec![place.join("fra.txt"), place.join("fra-eng.zip")]
+        } else {
+            vec![place.clone()]
+        };
+        for candidate in candidates {
+            if candidate.is_file() {
+                return if candidate.extension().is_some_and(|e| e == "zip") {
+                    extract_fra_eng(&candidate, source.sha1, cache)
+                } else {
+                    Ok(candidate)
+                };
+            }
+            tried.push(candidate);
+        }
+    }
+    let not_found = |reason: String| DataError::NotFound {
+        tried: tried.clone(),
+        cache: cache.to_owned(),
+        url: source.url,
+        reason,
+    };
+    let bytes = download(source.url).map_err(not_found)?;
+    let zip = cache.join("fra-eng.zip");
+    check_sha1(&bytes, source.sha1, &zip)?;
+    fs::create_dir_all(cache).map_err(io_err(cache))?;
+    write_atomic(&zip, &bytes).map_err(|e| DataError::Io {
+        path: e.path,
+        error: e.error,
+    })?;
+    extract_fra_eng(&zip, source.sha1, cache)
+}
+
+/// Downloads `url` into memory, with a progress bar on stderr.
+fn download(url: &str) -> Result<Vec<u8>, String> {
+    let response = ureq::get(url).call().map_err(|e| e.to_string())?;
+    let length = response
+        .headers()
+        .get("content-length")
+        .and_then(|v| v.to_str().ok()?.parse().ok());
+    let bar =
+        indicatif::ProgressBar::new(length.unwrap_or(0)).with_message(format!("downloading {url}"));
+    let mut bytes = Vec::new();
+    bar.wrap_read(response.into_body().into_reader())
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    bar.finish_and_clear();
+    Ok(bytes)
+}
+
+fn check_sha1(bytes: &[u8], expected: &'static str, path: &Path) -> Result<(), DataError> {
+    let got = format!("{:x}", Sha1::digest(bytes));
+    if got != expected {
+        return Err(DataError::Checksum {
+            path: path.to_owned(),
+            got,
+            expected,
+        });
+    }
+    Ok(())
+}
+
+/// Checks `zip` against `sha1` and writes its `fra.txt` to
+/// `dest_dir/fra.txt` atomically; returns that path.
+///
+/// # Errors
+/// See [`locate_fra_eng`].
+pub fn extract_fra_eng(
+    zip: &Path,
+    sha1: &'static str,
+    dest_dir: &Path,
+) -> Result<PathBuf, DataError> {
+    let bytes = fs::read(zip).map_err(io_err(zip))?;
+    check_sha1(&bytes, sha1, zip)?;
+    let text = read_member(std::io::Cursor::new(bytes), zip)?;
+    fs::create_dir_all(dest_dir).map_err(io_err(dest_dir))?;
+    let dest = dest_dir.join("fra.txt");
+    write_atomic(&dest, &text).map_err(|e| DataError::Io {
+        path: e.path,
+        error: e.error,
+    })?;
+    Ok(dest)
+}
+
+/// Reads [`FRA_ENG_MEMBER`] from a zip archive, refusing archives with a
+/// member that would escape its folder.
+fn read_member(reader: impl Read + Seek, path: &Path) -> Result<Vec<u8>, DataError> {
+    let bad_zip = |e: zip::result::ZipError| DataError::BadZip {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    };
+    let mut archive = zip::ZipArchive::new(reader).map_err(bad_zip)?;
+    for i in 0..archive.len() {
+        let member = archive.by_index(i).map_err(bad_zip)?;
+        if member.enclosed_name().is_none() {
+            return Err(DataError::UnsafeMember {
+                path: path.to_owned(),
+                member: member
+                    .name()
+                    .map_or_else(|_| "?".into(), |n| n.into_owned()),
+            });
+        }
+    }
+    let mut member = archive.by_name(FRA_ENG_MEMBER).map_err(|e| match e {
+        zip::result::ZipError::FileNotFound => DataError::MissingMember {
+            path: path.to_owned(),
+        },
+        e => bad_zip(e),
+    })?;
+    let mut text = Vec::new();
+    member
+        .read_to_end(&mut text)
+        .map_err(|e| DataError::BadZip {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
+    Ok(text)
+}
+
+/// Reads a corpus file as UTF-8 text, with Windows line endings (`\r\n`)
+/// turned into `\n` and a leading byte-order mark dropped, as a copy
+/// edited on Windows may have them (a `fra.txt` supplied directly is not
+/// checked against the zip's SHA-1).
+///
+/// # Errors
+/// [`DataError::NotUtf8`] with the offset of the first bad byte, or
+/// [`DataError::Io`].
+pub fn read_corpus(path: &Path) -> Result<String, DataError> {
+    let bytes = fs::read(path).map_err(io_err(path))?;
+    let text = String::from_utf8(bytes).map_err(|e| DataError::NotUtf8 {
+        path: path.to_owned(),
+        offset: e.utf8_error().valid_up_to(),
+    })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    Ok(text.replace("\r\n", "\n"))
+}
