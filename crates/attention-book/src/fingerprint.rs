@@ -183,7 +183,7 @@ mod tests {
             nw.contains(&format!("{LIBRARY}/nadaraya_watson.rs")),
             "{nw:?}"
         );
-        assert!(nw.contains(&format!("{LIBRARY}/data.rs")), "{nw:?}");
+        assert!(nw.contains(&format!("{LIBRARY}/random.rs")), "{nw:?}");
         assert!(!nw.iter().any(|f| f.contains("bahdanau")), "{nw:?}");
         let bahdanau = deps("crates/d2l-attention/src/listings/bahdanau.rs");
         for module in ["bahdanau", "attention_scoring", "machine_translation"] {

@@ -155,9 +155,9 @@ fn perturbation_changes_every_kind_of_value_it_should() {
 /// The parametric Nadaraya–Watson listing's printed text, made with the
 /// library's public API and learning rate `lr` (the listing uses 0.5).
 fn nw_parametric_text(lr: f64) -> String {
-    use d2l_attention::data::randn;
     use d2l_attention::listings::nw::SEED;
     use d2l_attention::nadaraya_watson::{Dataset, NWKernelRegression, train};
+    use d2l_attention::random::randn;
     let device = Device::flex();
     let w0 = randn([1], SEED, &device).into_scalar::<f32>();
     let device = device.autodiff();

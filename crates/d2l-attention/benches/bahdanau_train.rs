@@ -21,31 +21,24 @@ use d2l_attention::seq2seq::{TrainConfig, predict_seq2seq, train_seq2seq};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// EPOCHS (at least 1) and SEED from the command line; cargo bench adds
-/// `--bench`, which is skipped.
-fn args() -> anyhow::Result<(usize, u64)> {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
-    if args.len() > 2 {
-        anyhow::bail!("usage: bahdanau_train [EPOCHS [SEED]], got {args:?}");
-    }
-    let number = |i: usize, name: &str, default: u64| match args.get(i) {
-        Some(a) => a
-            .parse::<u64>()
-            .map_err(|e| anyhow::anyhow!("{name} must be a whole number, got `{a}`: {e}")),
-        None => Ok(default),
-    };
-    let num_epochs = number(0, "EPOCHS", 25)?;
-    if num_epochs == 0 {
-        anyhow::bail!("EPOCHS must be at least 1");
-    }
-    Ok((num_epochs as usize, number(1, "SEED", 0)?))
+/// The command line.
+#[derive(clap::Parser)]
+#[command(about = "Trains d2l's Bahdanau model and prints tokens/s and BLEU")]
+struct Args {
+    /// Training epochs (the chapter trains 250).
+    #[arg(default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..))]
+    epochs: u64,
+    /// The seed of the initial weights and dropout masks (the chapter uses 1).
+    #[arg(default_value_t = 0)]
+    seed: u64,
+    /// Added by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
 }
 
 fn main() -> anyhow::Result<()> {
-    let (num_epochs, seed) = args()?;
+    let Args { epochs, seed, .. } = clap::Parser::parse();
+    let num_epochs = epochs as usize;
     let backend = BackendChoice::from_env()?;
     let device = backend.device()?;
     let train_device = device.clone().autodiff();

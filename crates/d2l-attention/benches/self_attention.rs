@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use burn::tensor::Tensor;
 use d2l_attention::BackendChoice;
 use d2l_attention::attention_scoring::{self_attention, self_attention_loop};
-use d2l_attention::data::randn;
+use d2l_attention::random::randn;
 
 /// Median of `runs` timings of `f`; each run reads the result back, so
 /// that lazy backends really compute it.

@@ -9,15 +9,16 @@
 
 pub mod attention_scoring;
 pub mod bahdanau;
-pub mod data;
 pub mod device;
 pub mod files;
 pub mod listings;
 pub mod machine_translation;
 pub mod nadaraya_watson;
 pub mod plot;
+pub mod printing;
+pub mod random;
 pub mod rnn;
 pub mod seq2seq;
 
 pub use device::BackendChoice;
-pub use plot::{Axes, Cmap, Series, Svg, plot, show_heatmaps};
+pub use plot::{Axes, Cmap, HeatmapOptions, Series, Svg, plot, show_heatmaps};

@@ -5,9 +5,9 @@ use burn::module::{Module, ModuleMapper, Param};
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use d2l_attention::bahdanau::*;
-use d2l_attention::data::{rand, randn};
 use d2l_attention::listings::bahdanau::train_facts;
 use d2l_attention::machine_translation::NmtData;
+use d2l_attention::random::{rand, randn};
 use d2l_attention::seq2seq::*;
 
 fn ints<const D: usize>(data: Vec<i64>, shape: [usize; D], device: &Device) -> Tensor<D, Int> {

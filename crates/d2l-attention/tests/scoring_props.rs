@@ -3,8 +3,8 @@
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use d2l_attention::attention_scoring::*;
-use d2l_attention::data::randn;
 use d2l_attention::listings::scoring::seeded_linear;
+use d2l_attention::random::randn;
 use proptest::prelude::*;
 
 fn lens_tensor(lens: &[i64], b: usize, q: usize, device: &Device) -> Tensor<2, Int> {

@@ -92,8 +92,12 @@ pub struct Attended {
     pub attention_weights: Tensor<3>,
 }
 
-/// Checks queries (b, q, dq), keys (b, k, dk) and values (b, k, dv) against
-/// each other and returns (b, q, k).
+/// Checks that keys (b, k, dk) and values (b, k, dv) are rank 3 with the
+/// batch size b of `queries`, and hold one value per key.
+///
+/// # Errors
+/// [`AttentionError::Shape`] or [`AttentionError::Mismatch`], naming the
+/// argument.
 fn check_qkv(
     queries: &Tensor<3>,
     keys: &Tensor<3>,

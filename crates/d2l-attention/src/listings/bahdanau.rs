@@ -9,7 +9,7 @@ use super::{Check, Listing, Output};
 use crate::bahdanau::*;
 use crate::machine_translation::{NmtData, bleu, load_fra_eng};
 use crate::seq2seq::*;
-use crate::{Axes, Cmap, Series, plot, show_heatmaps};
+use crate::{Axes, HeatmapOptions, Series, plot, show_heatmaps};
 
 /// The listings of this section.
 pub const LISTINGS: &[Listing] = &[
@@ -208,9 +208,7 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         &weights.clone().reshape([1, 1, num_queries, num_keys]),
         "Key positions",
         "Query positions",
-        None,
-        (2.5, 2.5),
-        Cmap::Reds,
+        HeatmapOptions::default(),
     )?;
     // For each token written, the source token it attended to most.
     let rows = weights.try_into_vec_as::<f32>()?;

@@ -6,9 +6,10 @@ use std::fmt::Write;
 use burn::tensor::{Device, Int, Tensor};
 
 use super::{Listing, Output};
-use crate::data::{format_row, format_tensor, rand, randn};
 use crate::nadaraya_watson::*;
-use crate::{Axes, Cmap, Series, Svg, plot, show_heatmaps};
+use crate::printing::{format_row, format_tensor};
+use crate::random::{rand, randn};
+use crate::{Axes, HeatmapOptions, Series, Svg, plot, show_heatmaps};
 
 /// This chapter's listings.
 pub const LISTINGS: &[Listing] = &[
@@ -75,9 +76,7 @@ fn nonparametric_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         &attention_weights.unsqueeze::<4>(),
         "Sorted training inputs",
         "Sorted testing inputs",
-        None,
-        (2.5, 2.5),
-        Cmap::Reds,
+        HeatmapOptions::default(),
     )?;
     // ANCHOR_END: nonparametric_demo
     out.figure("nw-nonparametric", prediction);
@@ -192,9 +191,7 @@ fn train_and_draw(
         &attention_weights.unsqueeze::<4>(),
         "Sorted training inputs",
         "Sorted testing inputs",
-        None,
-        (2.5, 2.5),
-        Cmap::Reds,
+        HeatmapOptions::default(),
     )?;
     out.figure(&format!("{prefix}-heatmap"), heatmap);
     Ok(model)
@@ -265,9 +262,11 @@ fn compare_kernels(
         &grid,
         "Training inputs",
         "Test inputs",
-        Some(titles),
-        (10.0, 3.0),
-        Cmap::Reds,
+        HeatmapOptions {
+            titles: Some(titles),
+            figsize: (10.0, 3.0),
+            ..Default::default()
+        },
     )?;
     Ok((estimates, heatmaps))
 }

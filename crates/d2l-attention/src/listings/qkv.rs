@@ -6,8 +6,9 @@ use std::fmt::Write;
 use burn::tensor::{Device, Tensor, activation::softmax};
 
 use super::{Listing, Output};
-use crate::data::{format_row, randn};
-use crate::{Cmap, show_heatmaps};
+use crate::printing::format_row;
+use crate::random::randn;
+use crate::{HeatmapOptions, show_heatmaps};
 
 /// This chapter's listings.
 pub const LISTINGS: &[Listing] = &[
@@ -24,9 +25,7 @@ fn eye(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         &attention_weights,
         "Keys",
         "Queries",
-        None,
-        (2.5, 2.5),
-        Cmap::Reds,
+        HeatmapOptions::default(),
     )?;
     // ANCHOR_END: eye
     out.figure("qkv-eye", figure);
@@ -53,9 +52,7 @@ fn softmax_rows(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         &attention_weights.reshape([1, 1, 10, 10]),
         "Keys",
         "Queries",
-        None,
-        (2.5, 2.5),
-        Cmap::Reds,
+        HeatmapOptions::default(),
     )?;
     // ANCHOR_END: softmax_rows
     out.figure("qkv-softmax-rows", figure);

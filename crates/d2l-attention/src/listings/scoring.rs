@@ -8,8 +8,9 @@ use burn::tensor::{Device, Int, Tensor};
 
 use super::{Listing, Output};
 use crate::attention_scoring::*;
-use crate::data::{format_tensor, rand, randn};
-use crate::{Cmap, show_heatmaps};
+use crate::printing::format_tensor;
+use crate::random::{rand, randn};
+use crate::{HeatmapOptions, show_heatmaps};
 
 /// This chapter's listings.
 pub const LISTINGS: &[Listing] = &[
@@ -59,7 +60,7 @@ fn additive_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let attended = attention.forward(queries, keys, values, Some(valid_lens.into()))?;
     writeln!(out, "{}", format_tensor(attended.output, 4))?;
     let weights = attended.attention_weights.reshape([1, 1, 2, 10]);
-    let figure = show_heatmaps(&weights, "Keys", "Queries", None, (2.5, 2.5), Cmap::Reds)?;
+    let figure = show_heatmaps(&weights, "Keys", "Queries", HeatmapOptions::default())?;
     // ANCHOR_END: additive_demo
     out.figure("scoring-additive", figure);
     Ok(())
@@ -75,7 +76,7 @@ fn dot_product_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         attention.forward(queries, keys, demo_values(device), Some(valid_lens.into()))?;
     writeln!(out, "{}", format_tensor(attended.output, 4))?;
     let weights = attended.attention_weights.reshape([1, 1, 2, 10]);
-    let figure = show_heatmaps(&weights, "Keys", "Queries", None, (2.5, 2.5), Cmap::Reds)?;
+    let figure = show_heatmaps(&weights, "Keys", "Queries", HeatmapOptions::default())?;
     // ANCHOR_END: dot_product_demo
     out.figure("scoring-dot-product", figure);
     Ok(())
@@ -169,9 +170,7 @@ fn self_attention_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> 
         &weights.reshape([1, 1, 5, 5]),
         "Keys",
         "Queries",
-        None,
-        (2.5, 2.5),
-        Cmap::Reds,
+        HeatmapOptions::default(),
     )?;
     // ANCHOR_END: self_attention_demo
     out.figure("scoring-self-attention", figure);

@@ -19,6 +19,31 @@ const X_AREA: u32 = 42;
 const Y_AREA: u32 = 46;
 const TITLE_AREA: u32 = LABEL_FONT + 8;
 
+// ANCHOR: options
+/// The optional arguments of [`show_heatmaps`], with d2l's defaults: no
+/// titles, `figsize` (2.5, 2.5) and `cmap` Reds. Set some and keep the rest:
+/// `HeatmapOptions { cmap: Cmap::Blues, ..Default::default() }`.
+#[derive(Clone, Copy, Debug)]
+pub struct HeatmapOptions<'a> {
+    /// One title per grid column, or none.
+    pub titles: Option<&'a [&'a str]>,
+    /// (width, height) in inches (100 px each), as in matplotlib.
+    pub figsize: (f64, f64),
+    /// The colormap.
+    pub cmap: Cmap,
+}
+// ANCHOR_END: options
+
+impl Default for HeatmapOptions<'_> {
+    fn default() -> Self {
+        HeatmapOptions {
+            titles: None,
+            figsize: (2.5, 2.5),
+            cmap: Cmap::Reds,
+        }
+    }
+}
+
 /// Draws a grid of heatmaps, one per matrix, with one shared colorbar; the
 /// Rust counterpart of d2l's `show_heatmaps` (zh §10.1 / en §11.1).
 ///
@@ -26,9 +51,9 @@ const TITLE_AREA: u32 = LABEL_FONT + 8;
 ///   `(i, j)` goes in row `i`, column `j` of the grid, its query `q` is row
 ///   `q` of the image (top to bottom) and key `k` column `k`.
 /// - `xlabel` is written under the bottom row, `ylabel` beside the left
-///   column; `titles`, when given, holds one title per grid column.
-/// - `figsize`: (width, height) in inches (100 px each), as in matplotlib.
-/// - `cmap`: the colormap. All matrices share one colour scale, from their
+///   column.
+/// - `options`: titles, figure size and colormap, d2l's defaults unless set
+///   ([`HeatmapOptions`]). All matrices share one colour scale, from their
 ///   smallest to their largest entry, which the colorbar shows (d2l's
 ///   colorbar shows only the last matrix's scale). A constant input is drawn
 ///   in the scale's middle colour.
@@ -44,11 +69,14 @@ pub fn show_heatmaps(
     matrices: &Tensor<4>,
     xlabel: &str,
     ylabel: &str,
-    titles: Option<&[&str]>,
-    figsize: (f64, f64),
-    cmap: Cmap,
+    options: HeatmapOptions,
 ) -> Result<Svg, PlotError> {
     // ANCHOR_END: signature
+    let HeatmapOptions {
+        titles,
+        figsize,
+        cmap,
+    } = options;
     let [num_rows, num_cols, num_queries, num_keys] = matrices.dims();
     if num_rows * num_cols * num_queries * num_keys == 0 {
         return Err(invalid(
@@ -298,9 +326,17 @@ mod tests {
     }
 
     fn err(m: &Tensor<4>, titles: Option<&[&str]>) -> String {
-        show_heatmaps(m, "Keys", "Queries", titles, (2.5, 2.5), Cmap::Reds)
-            .unwrap_err()
-            .to_string()
+        show_heatmaps(
+            m,
+            "Keys",
+            "Queries",
+            HeatmapOptions {
+                titles,
+                ..Default::default()
+            },
+        )
+        .unwrap_err()
+        .to_string()
     }
 
     #[test]
@@ -328,7 +364,19 @@ mod tests {
             err(&m, Some(&["only one"])),
             "invalid `titles`: 1 titles for 2 grid columns"
         );
-        assert!(show_heatmaps(&m, "k", "q", Some(&["a", "b"]), (5.0, 2.5), Cmap::Blues).is_ok());
+        assert!(
+            show_heatmaps(
+                &m,
+                "k",
+                "q",
+                HeatmapOptions {
+                    titles: Some(&["a", "b"]),
+                    figsize: (5.0, 2.5),
+                    cmap: Cmap::Blues
+                }
+            )
+            .is_ok()
+        );
     }
 
     #[test]
@@ -338,18 +386,22 @@ mod tests {
             &m,
             "Keys",
             "Queries",
-            Some(&["x", "y"]),
-            (5.0, 2.5),
-            Cmap::Blues,
+            HeatmapOptions {
+                titles: Some(&["x", "y"]),
+                figsize: (5.0, 2.5),
+                cmap: Cmap::Blues,
+            },
         )
         .unwrap();
         let b = show_heatmaps(
             &m,
             "Keys",
             "Queries",
-            Some(&["x", "y"]),
-            (5.0, 2.5),
-            Cmap::Blues,
+            HeatmapOptions {
+                titles: Some(&["x", "y"]),
+                figsize: (5.0, 2.5),
+                cmap: Cmap::Blues,
+            },
         )
         .unwrap();
         assert_eq!(a, b);
@@ -360,9 +412,7 @@ mod tests {
             &matrices(vec![2.0; 4], [1, 1, 2, 2]),
             "k",
             "q",
-            None,
-            (2.5, 2.5),
-            Cmap::Reds,
+            HeatmapOptions::default(),
         )
         .unwrap();
         // The middle of Reds (#fb6a4a) for all four cells.

@@ -1,0 +1,38 @@
+//! Printing tensors and rows of numbers the way PyTorch prints them, for the
+//! listings' captured output.
+
+use burn::tensor::Tensor;
+
+/// Formats a tensor as nested rows, like a printed PyTorch tensor:
+/// `[[0.1000, 0.2000], [0.3000, 0.4000]]` (inner rows on lines of their
+/// own), with `decimals` digits after the point.
+///
+/// # Panics
+/// When the tensor cannot be read back from its device.
+pub fn format_tensor<const D: usize>(tensor: Tensor<D>, decimals: usize) -> String {
+    let dims = tensor.dims();
+    let values = tensor
+        .try_into_vec_as::<f32>()
+        .expect("tensor readable on the host");
+    nest(&values, &dims, decimals, 0)
+}
+
+fn nest(values: &[f32], dims: &[usize], decimals: usize, depth: usize) -> String {
+    if dims.len() <= 1 {
+        return format_row(values, decimals);
+    }
+    let chunk = values.len() / dims[0].max(1);
+    let rows: Vec<String> = values
+        .chunks(chunk.max(1))
+        .map(|c| nest(c, &dims[1..], decimals, depth + 1))
+        .collect();
+    let sep = format!(",\n{}", " ".repeat(depth + 1));
+    format!("[{}]", rows.join(&sep))
+}
+
+/// Formats a slice of numbers like a printed tensor row: `[0.1000, 0.2000]`,
+/// with `decimals` digits after the point.
+pub fn format_row(values: &[f32], decimals: usize) -> String {
+    let items: Vec<String> = values.iter().map(|v| format!("{v:.decimals$}")).collect();
+    format!("[{}]", items.join(", "))
+}
