@@ -8,7 +8,7 @@
 //!
 //! Run: `cargo bench -p d2l-attention --bench bahdanau_train [-- EPOCHS [SEED]]`
 //! (default 25 epochs and seed 0; the chapter trains 250 epochs).
-//! `benches/d2l_bahdanau.py` is the same run in PyTorch.
+//! `python/bench_bahdanau.py` is the same run in PyTorch.
 
 use burn::module::Module;
 use d2l_attention::BackendChoice;

@@ -1,5 +1,5 @@
 //! Nadaraya–Watson kernel regression against PyTorch 2.9.0 running d2l's
-//! code (`tests/golden/case_g_nadaraya_watson.json`), and its properties.
+//! code (`tests/golden/nadaraya_watson.json`), and its properties.
 
 mod common;
 
@@ -13,7 +13,7 @@ const RTOL: f64 = 1e-5;
 
 #[test]
 fn nonparametric_pooling_matches_pytorch() {
-    let g = golden("case_g_nadaraya_watson.json");
+    let g = golden("nadaraya_watson.json");
     for (backend, device) in devices() {
         let (x_train, y_train, x_test) = (
             float::<1>(&g["x_train"], &device),
@@ -41,7 +41,7 @@ fn nonparametric_pooling_matches_pytorch() {
 
 #[test]
 fn parametric_training_matches_pytorch_epoch_by_epoch() {
-    let g = golden("case_g_nadaraya_watson.json");
+    let g = golden("nadaraya_watson.json");
     let p = &g["parametric"];
     let numbers = |key: &str| {
         p[key]
@@ -212,7 +212,7 @@ fn every_weight_matrix_has_rows_summing_to_one() {
 
 #[test]
 fn the_gaussian_kernel_with_unit_width_is_the_softmax_form() {
-    let g = golden("case_g_nadaraya_watson.json");
+    let g = golden("nadaraya_watson.json");
     let device = Device::flex();
     let (x_train, y_train, x_test) = (
         float::<1>(&g["x_train"], &device),
@@ -336,7 +336,7 @@ fn a_w_that_turns_nan_stops_training_with_an_error() {
 #[test]
 fn w_zero_is_average_pooling_and_the_demo_values_are_exact() {
     let device = Device::flex();
-    let g = golden("case_g_nadaraya_watson.json");
+    let g = golden("nadaraya_watson.json");
     let (x_train, y_train) = (
         float::<1>(&g["x_train"], &device),
         float::<1>(&g["y_train"], &device),

@@ -35,7 +35,7 @@ fn linear(w: &serde_json::Value, device: &Device) -> Linear {
 
 #[test]
 fn masked_softmax_matches_pytorch_and_masks_exactly() {
-    let g = golden("case_a_masked_softmax.json");
+    let g = golden("masked_softmax.json");
     for (backend, device) in devices() {
         let x = float::<3>(&g["X"], &device);
         for case in g["cases"].as_array().unwrap() {
@@ -62,7 +62,7 @@ fn masked_softmax_matches_pytorch_and_masks_exactly() {
 
 #[test]
 fn masked_softmax_gradient_of_fully_masked_rows_is_finite_and_matches() {
-    let g = golden("case_f_masked_softmax_grad.json");
+    let g = golden("masked_softmax_grad.json");
     for (backend, device) in devices() {
         let device = device.autodiff();
         let x = float::<3>(&g["X"], &device).require_grad();
@@ -88,7 +88,7 @@ fn masked_softmax_gradient_of_fully_masked_rows_is_finite_and_matches() {
 
 #[test]
 fn additive_attention_matches_pytorch_and_the_closed_form() {
-    let g = golden("case_b_additive_attention_ones_keys.json");
+    let g = golden("additive_attention_ones_keys.json");
     for (backend, device) in devices() {
         let attention = AdditiveAttention {
             w_q: linear(&g["W_q"], &device),
@@ -139,7 +139,7 @@ fn additive_attention_matches_pytorch_and_the_closed_form() {
 
 #[test]
 fn scaled_dot_product_attention_matches_pytorch() {
-    let g = golden("case_d_dot_product_attention.json");
+    let g = golden("dot_product_attention.json");
     for (backend, device) in devices() {
         let attention = DotProductAttentionConfig::new().with_dropout(0.1).init();
         let (q, k, v) = (
@@ -176,7 +176,7 @@ fn scaled_dot_product_attention_matches_pytorch() {
 
 #[test]
 fn the_four_scoring_functions_match_pytorch() {
-    let g = golden("case_h_scoring_functions.json");
+    let g = golden("scoring_functions.json");
     for (backend, device) in devices() {
         let (q, k, v) = (
             float::<3>(&g["queries"], &device),
@@ -231,7 +231,7 @@ fn the_four_scoring_functions_match_pytorch() {
 
 #[test]
 fn self_attention_loop_and_vectorised_match_pytorch() {
-    let g = golden("case_i_self_attention.json");
+    let g = golden("self_attention.json");
     for (backend, device) in devices() {
         let x = float::<2>(&g["X"], &device);
         let (wq, wk, wv) = (

@@ -1,5 +1,5 @@
 //! The Bahdanau encoder–decoder against PyTorch running d2l's code
-//! (tests/golden/case_j_seq2seq_attention.json): forward pass, masked loss,
+//! (tests/golden/seq2seq_attention.json): forward pass, masked loss,
 //! gradient norms, clipped gradients and two clipped Adam steps.
 
 mod common;
@@ -79,7 +79,7 @@ fn model(g: &Value, device: &Device) -> EncoderDecoder {
 
 #[test]
 fn forward_and_loss_match_pytorch() {
-    let g = golden("case_j_seq2seq_attention.json");
+    let g = golden("seq2seq_attention.json");
     for (backend, device) in devices() {
         let model = model(&g, &device);
         let encoded = model.encoder.forward(int(&g["enc_X"], &device));
@@ -157,7 +157,7 @@ fn forward_and_loss_match_pytorch() {
 /// `clip_grad_norm_`.
 #[test]
 fn clipped_gradients_match_pytorch() {
-    let g = golden("case_j_seq2seq_attention.json");
+    let g = golden("seq2seq_attention.json");
     for (backend, device) in devices() {
         let device = device.autodiff();
         let model = model(&g, &device);
@@ -205,7 +205,7 @@ fn clipped_gradients_match_pytorch() {
 /// clipped gradients (the first is their sign, up to ε).
 #[test]
 fn two_clipped_adam_steps_match_pytorch() {
-    let g = golden("case_j_seq2seq_attention.json");
+    let g = golden("seq2seq_attention.json");
     let torch_norms: Vec<f64> = g["grad_norms"]
         .as_array()
         .unwrap()

@@ -20,8 +20,7 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests", "golden"))
-from make_golden import (  # noqa: E402
+from d2l_reference import (
     Seq2SeqAttentionDecoder,
     Seq2SeqEncoder,
     masked_ce_loss,

@@ -2,10 +2,11 @@
 
 Run from the repository root with PyTorch 2.9.0 (CPU is enough):
 
-    ~/.cache/attention-book/torch-2.9.0/bin/python tests/golden/make_golden.py
+    ~/.cache/attention-book/torch-2.9.0/bin/python crates/d2l-attention/python/make_golden.py
 
-It writes case_*.json next to this script. Inputs come from torch seeds, except
-case g's x_train / noise / y_train, which are read from inputs.json because
+It writes the JSON files of ../tests/golden/, one per subject. Inputs come
+from torch seeds, except the Nadaraya-Watson case's x_train / noise /
+y_train, which are read from nadaraya_watson_inputs.json because
 their last bit depends on the CPU's SIMD kernels (see that file's description).
 Seeded normal/randn draws of 16 or more values also go through PyTorch's
 vectorised kernel; these files were generated on an AVX2 CPU.
@@ -20,8 +21,8 @@ Conventions (the same as the book's shared reference set):
 - "f32_vs_f64_max_abs_diff" is the largest drift when the same computation is
   run in float32 from the same inputs.
 
-The d2l functions (masked_softmax, AdditiveAttention, DotProductAttention,
-Nadaraya-Watson) are re-implemented below; the d2l package is not needed.
+The d2l functions and models come from d2l_reference.py in this folder;
+the d2l package is not needed.
 
 If ../shared/golden exists (relative to the repository root), the script
 finally compares every common numeric field with those files and prints the
@@ -35,12 +36,32 @@ import os
 import torch
 from torch import nn
 
+from d2l_reference import (
+    AdditiveAttention,
+    Seq2SeqAttentionDecoder,
+    Seq2SeqEncoder,
+    additive_scores,
+    masked_ce_loss,
+    masked_softmax,
+    scaled_dot_scores,
+    sequence_mask,
+    xavier_init_weights,
+)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
+GOLDEN = os.path.join(HERE, "..", "tests", "golden")
+REPO = os.path.join(HERE, "..", "..", "..")
 SHARED = os.path.join(REPO, "..", "shared", "golden")
+# Our file names and the shared set's, for the cross-check.
+SHARED_NAMES = {
+    "masked_softmax.json": "case_a_masked_softmax.json",
+    "additive_attention_ones_keys.json": "case_b_additive_attention_ones_keys.json",
+    "dot_product_attention.json": "case_d_dot_product_attention.json",
+    "nadaraya_watson.json": "case_g_nadaraya_watson.json",
+}
 F64 = torch.float64
 GENERATOR = {
-    "script": "tests/golden/make_golden.py",
+    "script": "crates/d2l-attention/python/make_golden.py",
     "torch_version": torch.__version__,
     "layout": "row-major flat data; Linear weights are (out, in), y = x @ W^T",
 }
@@ -82,43 +103,9 @@ def write(name, obj):
     text = json.dumps(squash(obj), indent=1, ensure_ascii=False)
     for key, val in compact.items():
         text = text.replace(f'"{key}"', val)
-    with open(os.path.join(HERE, name), "w") as f:
+    with open(os.path.join(GOLDEN, name), "w") as f:
         f.write(text + "\n")
     print("wrote", name)
-
-
-# ------------------------------------------------------- d2l re-implementation
-def sequence_mask(X, valid_len, value=0.0):
-    """d2l.sequence_mask: X is 2-D, entries at index >= valid_len get `value`."""
-    maxlen = X.size(1)
-    mask = torch.arange(maxlen, dtype=torch.float32, device=X.device)[None, :] < valid_len[:, None]
-    X[~mask] = value
-    return X
-
-
-def masked_softmax(X, valid_lens):
-    """d2l.masked_softmax: softmax over the last axis, masked with -1e6."""
-    if valid_lens is None:
-        return nn.functional.softmax(X, dim=-1)
-    shape = X.shape
-    if valid_lens.dim() == 1:
-        valid_lens = torch.repeat_interleave(valid_lens, shape[1])
-    else:
-        valid_lens = valid_lens.reshape(-1)
-    X = sequence_mask(X.reshape(-1, shape[-1]), valid_lens, value=-1e6)
-    return nn.functional.softmax(X.reshape(shape), dim=-1)
-
-
-def additive_scores(queries, keys, W_q, W_k, w_v):
-    """d2l AdditiveAttention scores: w_v^T tanh(W_q q + W_k k), broadcast."""
-    q, k = queries @ W_q.T, keys @ W_k.T
-    features = torch.tanh(q.unsqueeze(2) + k.unsqueeze(1))
-    return (features @ w_v.T).squeeze(-1)
-
-
-def scaled_dot_scores(queries, keys):
-    """d2l DotProductAttention scores: Q K^T / sqrt(d)."""
-    return queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
 
 
 def values_1_to_40():
@@ -141,7 +128,7 @@ def case_a():
         out = masked_softmax(X.to(F64), vl)
         drift = max(drift, maxdiff(masked_softmax(X.clone(), vl), out))
         cases.append({"name": name, "valid_lens": None if vl is None else t(vl), "output": t(out)})
-    write("case_a_masked_softmax.json", {
+    write("masked_softmax.json", {
         "description": (
             "d2l masked_softmax on a (2,2,4) score tensor X = torch.rand after manual_seed(0). "
             "For each sub-case, entries of the last axis at index >= valid_len are replaced by "
@@ -177,7 +164,7 @@ def case_b():
     scores, weights, out = run(F64)
     drift = max(maxdiff(x, y) for x, y in zip(run(torch.float32), (scores, weights, out)))
     closed = torch.tensor([[[2.0, 3, 4, 5]], [[10.0, 11, 12, 13]]], dtype=F64)
-    write("case_b_additive_attention_ones_keys.json", {
+    write("additive_attention_ones_keys.json", {
         "description": (
             "d2l AdditiveAttention(key_size=2, query_size=20, num_hiddens=8) in eval mode. All ten "
             "keys are identical (ones), so every key gets the same score for a given query and the "
@@ -211,7 +198,7 @@ def case_d():
 
     scores, weights, out = run(F64)
     drift = max(maxdiff(x, y) for x, y in zip(run(torch.float32), (scores, weights, out)))
-    write("case_d_dot_product_attention.json", {
+    write("dot_product_attention.json", {
         "description": (
             "d2l DotProductAttention (scaled dot product, eval mode): scores = Q K^T / sqrt(d) with "
             "d=2, masked softmax with valid_lens [2,6], output = weights @ V. Queries (2,1,2) and "
@@ -240,7 +227,7 @@ def case_f():
     out, grad = run(F64)
     assert not torch.isnan(grad).any() and not torch.isnan(out).any()
     drift = max(maxdiff(x, y) for x, y in zip(run(torch.float32), (out, grad)))
-    write("case_f_masked_softmax_grad.json", {
+    write("masked_softmax_grad.json", {
         "description": (
             "Gradient of d2l masked_softmax (fill -1e6) with fully masked rows. X (2,3,4) = "
             "torch.rand after manual_seed(3); 2-D valid_lens [[0,2,4],[1,0,3]], so rows (0,0) and "
@@ -266,7 +253,7 @@ def case_g():
     noise = torch.normal(0.0, 0.5, (n,))
     seeded = {"x_train": x_train, "noise": noise, "y_train": f(x_train) + noise}
     # The reference therefore uses the embedded f32 values (see inputs.json).
-    with open(os.path.join(HERE, "inputs.json")) as fh:
+    with open(os.path.join(GOLDEN, "nadaraya_watson_inputs.json")) as fh:
         emb = {k: torch.tensor(v["data"], dtype=F64).float()
                for k, v in json.load(fh)["case_g"].items()}
     for k in seeded:
@@ -311,12 +298,12 @@ def case_g():
     *r32, _ = run(torch.float32)
     drift = max(maxdiff(a, b) for a, b in zip(r32, r64))
     A_np, y_np, _, y_hat_test, A_test = r64
-    write("case_g_nadaraya_watson.json", {
+    write("nadaraya_watson.json", {
         "description": (
             "Nadaraya-Watson kernel regression as in d2l 0.17 (section 'Attention Pooling: "
             "Nadaraya-Watson Kernel Regression'). After torch.manual_seed(0): x_train = "
             "sort(rand(50)*5), noise = normal(0, 0.5, (50,)), y_train = 2 sin(x_train) + "
-            "x_train^0.8 + noise, all float32 (stored exactly; read from tests/golden/inputs.json "
+            "x_train^0.8 + noise, all float32 (stored exactly; read from nadaraya_watson_inputs.json "
             "because the last bit of this draw depends on the CPU's SIMD kernels); x_test = "
             "arange(0, 5, 0.1) in float32 (50 points). Nonparametric part: attention_nonparametric[i, j] = "
             "softmax_j(-(x_test[i] - x_train[j])^2 / 2), y_hat = A @ y_train. Parametric part: "
@@ -385,7 +372,7 @@ def case_h():
                "attention_weights": t(a), "output": t(o)}
         for name, (s, a, o) in r64.items()
     }
-    write("case_h_scoring_functions.json", {
+    write("scoring_functions.json", {
         "description": (
             "One query/key/value set scored by four functions. After torch.manual_seed(7), in this "
             "order: queries (2,3,4) = randn, keys (2,5,4) = randn, values (2,5,3) = randn, "
@@ -402,76 +389,6 @@ def case_h():
         "functions": functions,
         "f32_vs_f64_max_abs_diff": drift,
     })
-
-# ------------------------------------------------------------------ case j
-class Seq2SeqEncoder(nn.Module):
-    """d2l zh 9.7's encoder: Embedding, then a multi-layer GRU (time first)."""
-
-    def __init__(self, vocab_size, embed_size, num_hiddens, num_layers, dropout=0.0):
-        super().__init__()
-        self.embedding = nn.Embedding(vocab_size, embed_size)
-        self.rnn = nn.GRU(embed_size, num_hiddens, num_layers, dropout=dropout)
-
-    def forward(self, X):
-        return self.rnn(self.embedding(X).permute(1, 0, 2))
-
-
-class AdditiveAttention(nn.Module):
-    def __init__(self, num_hiddens, dropout=0.0):
-        super().__init__()
-        self.W_k = nn.Linear(num_hiddens, num_hiddens, bias=False)
-        self.W_q = nn.Linear(num_hiddens, num_hiddens, bias=False)
-        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, queries, keys, values, valid_lens):
-        scores = additive_scores(queries, keys, self.W_q.weight, self.W_k.weight, self.w_v.weight)
-        self.attention_weights = masked_softmax(scores, valid_lens)
-        return torch.bmm(self.dropout(self.attention_weights), values)
-
-
-class Seq2SeqAttentionDecoder(nn.Module):
-    """The decoder of seed notebook 000, In[27] (d2l zh 10.4.2)."""
-
-    def __init__(self, vocab_size, embed_size, num_hiddens, num_layers, dropout=0.0):
-        super().__init__()
-        self.attention = AdditiveAttention(num_hiddens, dropout)
-        self.embedding = nn.Embedding(vocab_size, embed_size)
-        self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers, dropout=dropout)
-        self.dense = nn.Linear(num_hiddens, vocab_size)
-
-    def forward(self, X, enc_outputs, hidden_state, enc_valid_lens):
-        enc_outputs = enc_outputs.permute(1, 0, 2)
-        outputs, weights = [], []
-        for x in self.embedding(X).permute(1, 0, 2):
-            query = torch.unsqueeze(hidden_state[-1], dim=1)
-            context = self.attention(query, enc_outputs, enc_outputs, enc_valid_lens)
-            x = torch.cat((context, torch.unsqueeze(x, dim=1)), dim=-1)
-            out, hidden_state = self.rnn(x.permute(1, 0, 2), hidden_state)
-            outputs.append(out)
-            weights.append(self.attention.attention_weights)
-        outputs = self.dense(torch.cat(outputs, dim=0))
-        return outputs.permute(1, 0, 2), hidden_state, torch.cat(weights, dim=1)
-
-
-def masked_ce_loss(pred, label, valid_len):
-    """d2l zh 9.7's MaskedSoftmaxCELoss: per sequence, mean over num_steps."""
-    weights = sequence_mask(torch.ones_like(label, dtype=pred.dtype), valid_len)
-    unweighted = nn.functional.cross_entropy(pred.permute(0, 2, 1), label, reduction="none")
-    return (unweighted * weights).mean(dim=1)
-
-
-def xavier_init_weights(*models):
-    """d2l's xavier_init_weights: Xavier-uniform for every Linear and GRU
-    weight matrix (biases keep PyTorch's defaults)."""
-    for m in (m for model in models for m in model.modules()):
-        if isinstance(m, nn.Linear):
-            nn.init.xavier_uniform_(m.weight)
-        if isinstance(m, nn.GRU):
-            for name in m._flat_weights_names:
-                if "weight" in name:
-                    nn.init.xavier_uniform_(m._parameters[name])
-
 
 def case_j():
     torch.manual_seed(13)
@@ -526,7 +443,7 @@ def case_j():
         optimizer.step()
     with torch.no_grad():
         loss_after = run(F64)[-1]
-    write("case_j_seq2seq_attention.json", {
+    write("seq2seq_attention.json", {
         "description": (
             "d2l's Seq2SeqEncoder and the seed's Seq2SeqAttentionDecoder (2-layer GRUs, no "
             "dropout, d2l's Xavier init) after torch.manual_seed(13): src vocab 7, tgt vocab 8, "
@@ -564,7 +481,7 @@ def case_i():
     r64 = run(F64)
     drift = max(maxdiff(a, b) for a, b in zip(run(torch.float32), r64))
     Q, K, V, A, H = r64
-    write("case_i_self_attention.json", {
+    write("self_attention.json", {
         "description": (
             "Explicit self-attention with column vectors. After torch.manual_seed(11), in this "
             "order: X (d1=6, N=5), W_Q (d3=4, d1), W_K (d3, d1), W_V (d2=3, d1), all randn. "
@@ -604,11 +521,11 @@ def cross_check():
             out.append((path, abs(a - b)))
 
     print("cross-check against", os.path.normpath(SHARED))
-    for name in sorted(os.listdir(HERE)):
-        other = os.path.join(SHARED, name)
-        if not (name.endswith(".json") and os.path.exists(other)):
+    for name, shared in sorted(SHARED_NAMES.items()):
+        other = os.path.join(SHARED, shared)
+        if not os.path.exists(other):
             continue
-        with open(os.path.join(HERE, name)) as f, open(other) as g:
+        with open(os.path.join(GOLDEN, name)) as f, open(other) as g:
             mine, theirs = json.load(f), json.load(g)
         diffs = []
         walk(mine, theirs, "", diffs)
