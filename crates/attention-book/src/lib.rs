@@ -31,7 +31,9 @@ pub const MANIFEST: &str = "fingerprints.txt";
 /// and each file's name and content hash.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
+    /// The fingerprint of the code the files were made from.
     pub fingerprint: String,
+    /// Each file's name (in the figures folder) and content hash.
     pub files: Vec<(String, String)>,
 }
 

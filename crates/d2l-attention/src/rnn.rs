@@ -69,7 +69,7 @@ impl GruLayer {
     /// r, z = σ(W_i,rz x + W_h,rz h + b), n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)),
     /// h' = z ⊙ h + (1 − z) ⊙ n (torch's formula). Returns h'
     /// (batch_size, num_hiddens). The tanh is taken as 2σ(2x) − 1, which is
-    /// faster on flex (see [`AdditiveAttention::attend`]).
+    /// faster on flex (see [`AdditiveAttention::attend`](crate::attention_scoring::AdditiveAttention::attend)).
     ///
     /// # Panics
     /// When `x` or `h` does not fit the layer's sizes, or their batch sizes
