@@ -9,13 +9,35 @@ use std::str::FromStr;
 use burn::tensor::Device;
 
 /// The environment variable that picks the backend when no `--device` is given.
+///
+/// # Examples
+/// ```
+/// assert_eq!(d2l_attention::device::DEVICE_ENV, "D2L_DEVICE");
+/// ```
 pub const DEVICE_ENV: &str = "D2L_DEVICE";
 
 /// The values `--device` and [`DEVICE_ENV`] accept.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::device::VALID_DEVICES;
+///
+/// assert!(VALID_DEVICES.starts_with("flex, libtorch"));
+/// ```
 pub const VALID_DEVICES: &str = "flex, libtorch, libtorch-cuda:N (N = GPU index)";
 
 /// A reader's choice of backend for the book's code (named so as not to
 /// collide with burn's `Backend` trait).
+///
+/// # Examples
+/// ```
+/// use d2l_attention::BackendChoice;
+///
+/// let choice: BackendChoice = "libtorch-cuda:1".parse().unwrap();
+/// assert_eq!(choice, BackendChoice::LibTorchCuda(1));
+/// assert_eq!(choice.to_string(), "libtorch-cuda:1");
+/// assert_eq!(BackendChoice::default(), BackendChoice::Flex);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum BackendChoice {
     /// burn's pure-Rust CPU backend; needs nothing but cargo. The default.
@@ -28,6 +50,16 @@ pub enum BackendChoice {
 }
 
 /// Why a backend choice could not be honoured.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::BackendChoice;
+/// use d2l_attention::device::DeviceError;
+///
+/// let err = "cuda".parse::<BackendChoice>().unwrap_err();
+/// assert!(matches!(err, DeviceError::Unknown { .. }));
+/// assert!(err.to_string().contains("valid choices: flex, libtorch"));
+/// ```
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DeviceError {
     /// The name is not one of [`VALID_DEVICES`].
@@ -95,6 +127,16 @@ impl BackendChoice {
     ///
     /// # Errors
     /// [`DeviceError::UnknownInEnv`] when the variable holds something else.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::BackendChoice;
+    ///
+    /// // With D2L_DEVICE unset (as in the doc-tests), the default.
+    /// if std::env::var_os("D2L_DEVICE").is_none() {
+    ///     assert_eq!(BackendChoice::from_env(), Ok(BackendChoice::Flex));
+    /// }
+    /// ```
     pub fn from_env() -> Result<Self, DeviceError> {
         match std::env::var(DEVICE_ENV) {
             Ok(v) if !v.trim().is_empty() => v
@@ -110,6 +152,17 @@ impl BackendChoice {
     /// # Errors
     /// [`DeviceError::NotCompiled`] for a libtorch backend in a build
     /// without the `tch` feature.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Tensor};
+    /// use d2l_attention::BackendChoice;
+    ///
+    /// let device = BackendChoice::Flex.device().unwrap();
+    /// assert_eq!(device, Device::flex());
+    /// let x = Tensor::<1>::from_floats([1.0, 2.0], &device);
+    /// assert_eq!(x.sum().into_scalar::<f32>(), 3.0);
+    /// ```
     pub fn device(self) -> Result<Device, DeviceError> {
         match self {
             BackendChoice::Flex => Ok(Device::flex()),
@@ -129,6 +182,15 @@ impl BackendChoice {
 
     /// The backends this build can run on the CPU: flex, plus libtorch with
     /// the `tch` feature. Tests run every listing on each of them.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::BackendChoice;
+    ///
+    /// let backends = BackendChoice::compiled_cpu_backends();
+    /// assert_eq!(backends[0], BackendChoice::Flex);
+    /// assert_eq!(backends.len(), if cfg!(feature = "tch") { 2 } else { 1 });
+    /// ```
     pub fn compiled_cpu_backends() -> Vec<BackendChoice> {
         let mut all = vec![BackendChoice::Flex];
         if cfg!(feature = "tch") {
@@ -138,19 +200,18 @@ impl BackendChoice {
     }
 }
 
-/// Parses a device name straight to a [`Device`]: `"flex"`, `"libtorch"`,
-/// `"libtorch-cuda:0"`.
-///
-/// # Errors
-/// [`DeviceError::Unknown`] listing the valid names, or
-/// [`DeviceError::NotCompiled`] naming the cargo feature to enable.
-pub fn parse_device(name: &str) -> Result<Device, DeviceError> {
-    name.parse::<BackendChoice>()?.device()
-}
-
 /// The name of the backend `device` computes on (with or without
 /// autodiff): `flex`, `libtorch`, … as [`BackendChoice`] writes it, or burn's
 /// own description of a device that is not one of this build's CPU backends.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::Device;
+/// use d2l_attention::device::name;
+///
+/// assert_eq!(name(&Device::flex()), "flex");
+/// assert_eq!(name(&Device::flex().autodiff()), "flex");
+/// ```
 pub fn name(device: &Device) -> String {
     let inner = if device.is_autodiff() {
         device.clone().inner()
@@ -197,7 +258,7 @@ mod tests {
     #[cfg(not(feature = "tch"))]
     #[test]
     fn libtorch_without_the_feature_names_it() {
-        let err = parse_device("libtorch").unwrap_err();
+        let err = BackendChoice::LibTorch.device().unwrap_err();
         assert_eq!(
             err,
             DeviceError::NotCompiled {
@@ -210,7 +271,7 @@ mod tests {
 
     #[test]
     fn flex_is_always_there() {
-        assert!(parse_device("flex").is_ok());
+        assert!(BackendChoice::Flex.device().is_ok());
     }
 
     #[test]

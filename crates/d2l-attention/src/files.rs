@@ -4,6 +4,15 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Why a file could not be written.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::files::write_atomic;
+///
+/// let err = write_atomic("no/such/folder/x.txt".as_ref(), b"x").unwrap_err();
+/// assert_eq!(err.path.to_str(), Some("no/such/folder/x.txt"));
+/// assert!(err.to_string().starts_with("cannot write `no/such/folder/x.txt`"));
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write `{}`: {error}", path.display())]
 pub struct WriteError {
@@ -21,6 +30,18 @@ pub struct WriteError {
 /// # Errors
 /// [`WriteError`] naming `path` when its folder does not exist, is not a
 /// folder, or is not writable.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::files::write_atomic;
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("out.txt");
+/// write_atomic(&path, b"hello").unwrap();
+/// assert_eq!(std::fs::read(&path).unwrap(), b"hello");
+/// // Only the file itself is left: no temporary file.
+/// assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+/// ```
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     let err = |error| WriteError {
         path: path.to_owned(),

@@ -9,6 +9,15 @@ use burn::tensor::Tensor;
 ///
 /// # Panics
 /// When the tensor cannot be read back from its device.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::printing::format_tensor;
+///
+/// let x = Tensor::<2>::from_floats([[0.1, 0.2], [0.3, 0.4]], &Device::flex());
+/// assert_eq!(format_tensor(x, 2), "[[0.10, 0.20],\n [0.30, 0.40]]");
+/// ```
 pub fn format_tensor<const D: usize>(tensor: Tensor<D>, decimals: usize) -> String {
     let dims = tensor.dims();
     let values = tensor
@@ -32,6 +41,13 @@ fn nest(values: &[f32], dims: &[usize], decimals: usize, depth: usize) -> String
 
 /// Formats a slice of numbers like a printed tensor row: `[0.1000, 0.2000]`,
 /// with `decimals` digits after the point.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::printing::format_row;
+///
+/// assert_eq!(format_row(&[0.5, 1.0 / 3.0], 3), "[0.500, 0.333]");
+/// ```
 pub fn format_row(values: &[f32], decimals: usize) -> String {
     let items: Vec<String> = values.iter().map(|v| format!("{v:.decimals$}")).collect();
     format!("[{}]", items.join(", "))

@@ -13,6 +13,18 @@ use rand_distr::StandardNormal;
 /// A tensor of the given `shape` with entries drawn from N(0, 1), from a
 /// generator seeded with `seed` (like `torch.manual_seed(seed);
 /// torch.randn(shape)`, though with other numbers than torch's).
+///
+/// # Examples
+/// ```
+/// use burn::tensor::Device;
+/// use d2l_attention::random::randn;
+///
+/// let x = randn([2, 3], 0, &Device::flex());
+/// assert_eq!(x.dims(), [2, 3]);
+/// // The same seed draws the same numbers.
+/// let again = randn([2, 3], 0, &Device::flex());
+/// assert_eq!(x.to_data(), again.to_data());
+/// ```
 pub fn randn<const D: usize>(shape: [usize; D], seed: u64, device: &Device) -> Tensor<D> {
     let mut rng = StdRng::seed_from_u64(seed);
     let n = shape.iter().product();
@@ -22,6 +34,17 @@ pub fn randn<const D: usize>(shape: [usize; D], seed: u64, device: &Device) -> T
 
 /// A tensor of the given `shape` with entries drawn uniformly from [0, 1),
 /// from a generator seeded with `seed` (like `torch.rand`).
+///
+/// # Examples
+/// ```
+/// use burn::tensor::Device;
+/// use d2l_attention::random::rand;
+///
+/// let x = rand([4, 5], 1, &Device::flex());
+/// assert_eq!(x.dims(), [4, 5]);
+/// let values = x.try_into_vec_as::<f32>().unwrap();
+/// assert!(values.iter().all(|v| (0.0..1.0).contains(v)));
+/// ```
 pub fn rand<const D: usize>(shape: [usize; D], seed: u64, device: &Device) -> Tensor<D> {
     let mut rng = StdRng::seed_from_u64(seed);
     let n = shape.iter().product();
