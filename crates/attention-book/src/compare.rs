@@ -52,7 +52,9 @@ pub mod tolerance {
     /// [`ABS`] + [`REL`]·max(|a|, |b|), and always within one unit in the
     /// last printed digit (`unit`: 0.0001 for a value printed to 4
     /// decimals, since rounding may flip that digit; with a slack of 1e-9
-    /// units for the binary rounding of the two decimals).
+    /// units for the binary rounding of the two decimals). Callers pass the
+    /// finer of the two numbers' units, so a number printed with fewer
+    /// digits (`0.1447` → `0.1`, `1.0000` → `2`) gets no slack of its own.
     pub fn numbers_agree(a: f64, b: f64, unit: f64) -> bool {
         (a - b).abs() <= allowed(a, b, unit)
     }
@@ -133,17 +135,21 @@ pub fn compare(committed: &str, new: &str, format: Format) -> Vec<Mismatch> {
         }
     }
     if old_lines.len() != new_lines.len() {
+        // First, since it explains the mismatches after the lost line.
         let at = old_lines.len().min(new_lines.len());
-        mismatches.push(Mismatch {
-            line: at + 1,
-            committed: old_lines.get(at).copied().unwrap_or_default().to_owned(),
-            new: new_lines.get(at).copied().unwrap_or_default().to_owned(),
-            what: format!(
-                "{} lines committed, {} now",
-                old_lines.len(),
-                new_lines.len()
-            ),
-        });
+        mismatches.insert(
+            0,
+            Mismatch {
+                line: at + 1,
+                committed: old_lines.get(at).copied().unwrap_or_default().to_owned(),
+                new: new_lines.get(at).copied().unwrap_or_default().to_owned(),
+                what: format!(
+                    "{} lines committed, {} now",
+                    old_lines.len(),
+                    new_lines.len()
+                ),
+            },
+        );
     }
     mismatches
 }
@@ -191,24 +197,26 @@ fn compare_tokens(a: &Token, b: &Token) -> Option<String> {
             (x.value - y.value).abs() <= PX
         }
         (Token::Number(x), Token::Number(y)) if x.integer && y.integer => x.value == y.value,
-        (Token::Number(x), Token::Number(y)) => numbers_agree(x.value, y.value, x.unit.max(y.unit)),
+        (Token::Number(x), Token::Number(y)) => numbers_agree(x.value, y.value, x.unit.min(y.unit)),
         _ => false,
     };
     if agree {
         return None;
     }
     let tolerance = match (a, b) {
-        (Token::Colour(_), Token::Colour(_)) => format!("±{COLOUR} per channel"),
+        (Token::Colour(_), Token::Colour(_)) => format!("tolerance ±{COLOUR} per channel"),
         (Token::Number(x), Token::Number(y)) if x.integer && y.integer && x.pixel => {
-            format!("{PX} px")
+            format!("tolerance ±{PX} px")
         }
-        (Token::Number(x), Token::Number(y)) if x.integer && y.integer => "exact".to_owned(),
+        (Token::Number(x), Token::Number(y)) if x.integer && y.integer => {
+            "integers must be equal".to_owned()
+        }
         (Token::Number(x), Token::Number(y)) => format!(
-            "|Δ| = {:.3e} > {:.3e}",
+            "|Δ| = {:.3e} > tolerance {:.3e}",
             (x.value - y.value).abs(),
-            allowed(x.value, y.value, x.unit.max(y.unit))
+            allowed(x.value, y.value, x.unit.min(y.unit))
         ),
-        _ => "exact".to_owned(),
+        _ => "text must be equal".to_owned(),
     };
     Some(format!(
         "committed `{}`, new `{}` ({tolerance})",
@@ -388,12 +396,24 @@ mod tests {
         assert!(
             changed[0]
                 .what
-                .starts_with("committed `34.527077`, new `34.520000` (|Δ| = 7.077e-3 >"),
+                .starts_with("committed `34.527077`, new `34.520000` (|Δ| = 7.077e-3 > tolerance"),
             "{}",
             changed[0].what
         );
         // Two units in the last digit of a 4-decimal value is too much.
         assert!(!agree("w = 11.9600", "w = 11.9602", Format::Text));
+        // Fewer printed digits bring no slack of their own.
+        for (a, b) in [
+            ("0.1447", "0.1"),
+            ("0.1447", "0"),
+            ("1.0000", "2"),
+            ("34.527077", "35"),
+        ] {
+            assert!(!agree(a, b, Format::Text), "{a} vs {b}");
+        }
+        assert!(!agree("gap 0.0e0", "gap 9.0e-2", Format::Text));
+        // Shortest-form printing may add digits for a last-bit change.
+        assert!(agree("[[4.5]]", "[[4.5000005]]", Format::Text));
     }
 
     #[test]
@@ -421,11 +441,11 @@ mod tests {
         let faded = r##"<rect x="52" y="45" width="2" fill="#970C13" opacity="0.2"/>"##;
         assert!(!agree(a, faded, Format::Svg));
         // Only positions and sizes are pixels: an opacity of 1 stays 1.
-        assert!(!agree(
-            r#"<line opacity="1"/>"#,
-            r#"<line opacity="2"/>"#,
-            Format::Svg
-        ));
+        let opaque = r#"<line opacity="1"/>"#;
+        assert!(!agree(opaque, r#"<line opacity="2"/>"#, Format::Svg));
+        assert!(!agree(opaque, r#"<line opacity="0.5"/>"#, Format::Svg));
+        let font = r#"<text font-size="11.290322580645162">"#;
+        assert!(!agree(font, r#"<text font-size="12">"#, Format::Svg));
         let line = r#"<polyline points="6,9 10,12" transform="rotate(270, 6, 104)"/>"#;
         let moved = r#"<polyline points="7,8 10,13" transform="rotate(270, 5, 105)"/>"#;
         assert!(agree(line, moved, Format::Svg));
@@ -454,7 +474,7 @@ mod tests {
         assert_eq!(
             text,
             "figures/x.txt: 1 mismatch(es)\n\
-             figures/x.txt:1: committed `0.020`, new `0.025` (|Δ| = 5.000e-3 > 1.000e-3)\n    \
+             figures/x.txt:1: committed `0.020`, new `0.025` (|Δ| = 5.000e-3 > tolerance 1.000e-3)\n    \
              committed: loss 0.020\n    new:       loss 0.025\n"
         );
     }

@@ -153,7 +153,7 @@ pub fn render(
         );
         let start = Instant::now();
         manifest.remove(listing.name);
-        let result = run_one(listing, figures, &device);
+        let result = run_one(listing, figures, &device, force);
         let entry = match result {
             Ok(entry) => entry,
             Err(e) => {
@@ -181,10 +181,15 @@ pub fn render(
     Ok(report)
 }
 
+/// Runs `listing` and writes its files. A rerun of a stale listing whose
+/// result agrees within tolerance keeps the committed bytes, so that
+/// another machine's last digits do not churn figures/; `force` writes what
+/// this machine makes.
 fn run_one(
     listing: &Listing,
     figures: &Path,
     device: &Device,
+    force: bool,
 ) -> anyhow::Result<Vec<(String, String)>> {
     let output = listing.execute(device)?;
     let mut files: Vec<(String, String)> = Vec::new();
@@ -193,11 +198,9 @@ fn run_one(
             bail!("listing `{}` writes `{name}` twice", listing.name);
         }
         let path = figures.join(&name);
-        let kept = fs::read_to_string(&path)
-            .ok()
-            .filter(|old| compare::compare(old, contents, compare::Format::of(&name)).is_empty());
-        // A result equal within tolerance keeps the committed bytes, so that
-        // another machine's last digits do not churn figures/.
+        let kept = fs::read_to_string(&path).ok().filter(|old| {
+            !force && compare::compare(old, contents, compare::Format::of(&name)).is_empty()
+        });
         let written = match kept {
             Some(old) => old,
             None => {
@@ -213,25 +216,50 @@ fn run_one(
     Ok(files)
 }
 
-/// The command that remakes `listing`'s committed files, for failure
+/// `path` as a reader would type it: relative to the workspace root when it
+/// lies inside it (`figures/x.txt`), else as given.
+fn shown(path: &Path) -> String {
+    let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_owned());
+    let full = canonical(path);
+    match full.strip_prefix(canonical(&fingerprint::workspace_root())) {
+        Ok(relative) => relative.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+/// The command that remakes `listing`'s files in `figures`, for failure
 /// messages.
-pub fn fix_hint(listing: &str) -> String {
+pub fn fix_hint(listing: &str, figures: &Path) -> String {
+    let folder = match shown(figures).as_str() {
+        "figures" => String::new(),
+        other => format!(" --figures {other}"),
+    };
     format!(
         "if the change is intended, run `cargo run --release -p attention-book \
-         --bin mdbook-listings -- render --force {listing}` and commit figures/"
+         --bin mdbook-listings -- render --force{folder} {listing}` and commit it"
     )
 }
 
 /// Checks what `listing` printed and drew (`output`) against its committed
-/// files in `figures`: for [`Check::Compare`], the same files as the
-/// manifest lists, each equal within [`compare::tolerance`]; for
-/// [`Check::Facts`], its facts. Returns one readable report per problem
-/// (file, line, committed and new value, tolerance, and how to fix it);
-/// empty when all is well.
+/// files in `figures`: the same files as the manifest lists; then, for
+/// [`Check::Compare`], each equal within [`compare::tolerance`], and for
+/// [`Check::Facts`], its facts about the printed text. Returns one readable
+/// report per problem (file, line, committed and new value, tolerance),
+/// the last one ending with how to fix it; empty when all is well.
 pub fn check_output(listing: &Listing, output: &Output, figures: &Path) -> Vec<String> {
     let name = listing.name;
     let files = output.files(name);
     let mut problems = Vec::new();
+    let made: Vec<&str> = files.iter().map(|(f, _)| f.as_str()).collect();
+    let listed: Vec<String> = read_manifest(figures)
+        .get(name)
+        .map(|e| e.files.iter().map(|(f, _)| f.clone()).collect())
+        .unwrap_or_default();
+    if made != listed {
+        problems.push(format!(
+            "listing `{name}` now makes {made:?}; the manifest lists {listed:?}"
+        ));
+    }
     match listing.check {
         Check::Facts(facts) => {
             if let Err(e) = facts(output.text()) {
@@ -239,34 +267,25 @@ pub fn check_output(listing: &Listing, output: &Output, figures: &Path) -> Vec<S
             }
         }
         Check::Compare => {
-            let made: Vec<&str> = files.iter().map(|(f, _)| f.as_str()).collect();
-            let listed: Vec<String> = read_manifest(figures)
-                .get(name)
-                .map(|e| e.files.iter().map(|(f, _)| f.clone()).collect())
-                .unwrap_or_default();
-            if made != listed {
-                problems.push(format!(
-                    "listing `{name}` now makes {made:?}; the manifest lists {listed:?}"
-                ));
-            }
             for (file, contents) in &files {
                 let path = figures.join(file);
+                let shown = shown(&path);
                 let Ok(committed) = fs::read_to_string(&path) else {
-                    problems.push(format!("figures/{file} is missing"));
+                    problems.push(format!("{shown} is missing or unreadable"));
                     continue;
                 };
                 let mismatches = compare::compare(&committed, contents, compare::Format::of(file));
                 if !mismatches.is_empty() {
                     problems.push(format!(
                         "{}(committed file vs what listing `{name}` makes now)",
-                        compare::report(&format!("figures/{file}"), &mismatches)
+                        compare::report(&shown, &mismatches)
                     ));
                 }
             }
         }
     }
-    if !problems.is_empty() {
-        problems.push(fix_hint(name));
+    if let Some(last) = problems.last_mut() {
+        last.push_str(&format!("\n{}", fix_hint(name, figures)));
     }
     problems
 }
@@ -299,8 +318,9 @@ pub fn check(
 /// Compares two figures folders (a snapshot of the committed one and the
 /// one a build left): the same file names; the manifest's listings,
 /// fingerprints and file names equal (its content hashes may differ with
-/// the bytes); every other file equal within [`compare::tolerance`].
-/// Returns one report per difference.
+/// the bytes) and no malformed line; every other file equal within
+/// [`compare::tolerance`], except the files of a [`Check::Facts`] listing,
+/// whose text must state its facts. Returns one report per difference.
 ///
 /// # Errors
 /// When a folder cannot be read.
@@ -323,8 +343,52 @@ pub fn compare_folders(committed: &Path, new: &Path) -> anyhow::Result<Vec<Strin
     for name in now.iter().filter(|n| !old.contains(n)) {
         problems.push(format!("{name}: added"));
     }
-    let strip = |m: BTreeMap<String, Entry>| -> Vec<(String, String, Vec<String>)> {
-        m.into_iter()
+    problems.extend(compare_manifests(committed, new));
+    let manifest = read_manifest(committed);
+    let facts_of = |file: &str| {
+        let (listing, _) = manifest
+            .iter()
+            .find(|(_, e)| e.files.iter().any(|(f, _)| f == file))?;
+        let listing = d2l_attention::listings::all()
+            .into_iter()
+            .find(|l| l.name == *listing)?;
+        match listing.check {
+            Check::Facts(facts) => Some(facts),
+            Check::Compare => None,
+        }
+    };
+    for name in old
+        .iter()
+        .filter(|n| now.contains(n) && n.as_str() != MANIFEST)
+    {
+        let read = |dir: &Path| fs::read_to_string(dir.join(name)).unwrap_or_default();
+        match facts_of(name) {
+            // A training's figures vary by machine; its text states facts.
+            Some(facts) if name.ends_with(".txt") => {
+                if let Err(e) = facts(&read(new)) {
+                    problems.push(format!("{name}: {e:#}"));
+                }
+            }
+            Some(_) => {}
+            None => {
+                let mismatches =
+                    compare::compare(&read(committed), &read(new), compare::Format::of(name));
+                if !mismatches.is_empty() {
+                    problems.push(compare::report(name, &mismatches));
+                }
+            }
+        }
+    }
+    Ok(problems)
+}
+
+/// The differences between two manifests that matter: listings,
+/// fingerprints, file names, and malformed lines (which [`read_manifest`]
+/// drops).
+fn compare_manifests(committed: &Path, new: &Path) -> Vec<String> {
+    let entries = |dir: &Path| -> Vec<(String, String, Vec<String>)> {
+        read_manifest(dir)
+            .into_iter()
             .map(|(k, e)| {
                 (
                     k,
@@ -334,20 +398,23 @@ pub fn compare_folders(committed: &Path, new: &Path) -> anyhow::Result<Vec<Strin
             })
             .collect()
     };
-    if strip(read_manifest(committed)) != strip(read_manifest(new)) {
+    let lines = |dir: &Path| {
+        let text = fs::read_to_string(dir.join(MANIFEST)).unwrap_or_default();
+        text.lines().filter(|l| !l.trim().is_empty()).count()
+    };
+    let mut problems = Vec::new();
+    if entries(committed) != entries(new) {
         problems.push(format!(
             "{MANIFEST}: listings, fingerprints or file lists differ"
         ));
     }
-    for name in old
-        .iter()
-        .filter(|n| now.contains(n) && n.as_str() != MANIFEST)
-    {
-        let read = |dir: &Path| fs::read_to_string(dir.join(name)).unwrap_or_default();
-        let mismatches = compare::compare(&read(committed), &read(new), compare::Format::of(name));
-        if !mismatches.is_empty() {
-            problems.push(compare::report(name, &mismatches));
+    for dir in [committed, new] {
+        if lines(dir) != read_manifest(dir).len() {
+            problems.push(format!(
+                "{}: a malformed or repeated line",
+                dir.join(MANIFEST).display()
+            ));
         }
     }
-    Ok(problems)
+    problems
 }

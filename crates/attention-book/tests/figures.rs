@@ -44,7 +44,7 @@ fn every_listing_was_rendered_from_the_current_code() {
                 &content_hash(&bytes),
                 hash,
                 "figures/{f} was changed by hand; {}",
-                fix_hint(l.name)
+                fix_hint(l.name, &figures())
             );
         }
     }
@@ -343,12 +343,20 @@ fn the_fix_a_failed_check_names_fixes_it() {
     assert!(!ok, "{stderr}");
     assert!(
         stderr.contains("nw-bmm.txt:3: committed `15.5`, new `14.5`")
-            && stderr.contains("-- render --force nw-bmm`"),
+            && stderr.contains(&format!("-- render --force --figures {folder} nw-bmm`"))
+            && stderr.contains("1 problem(s)"),
         "{stderr}"
     );
     let (ok, stderr) = listings_cli(&["render", "--force", "--figures", folder, "nw-bmm"]);
     assert!(ok && stderr.contains("1 listings run"), "{stderr}");
     assert!(listings_cli(&["check", "--figures", folder, "nw-bmm"]).0);
+    // --force writes what the code makes, even over a file that agrees
+    // within tolerance (here one damaged in its last digit).
+    let exact = fs::read_to_string(&bmm).unwrap();
+    fs::write(&bmm, exact.replace("14.5", "14.6")).unwrap();
+    assert!(listings_cli(&["check", "--figures", folder, "nw-bmm"]).0);
+    assert!(listings_cli(&["render", "--force", "--figures", folder, "nw-bmm"]).0);
+    assert_eq!(fs::read_to_string(&bmm).unwrap(), exact);
     let (ok, stderr) = listings_cli(&["render", "--figures", folder, "no-such-listing"]);
     assert!(
         !ok && stderr.contains("no listing `no-such-listing`; the listings are: qkv-eye"),
@@ -366,6 +374,13 @@ fn ci_s_folder_comparison_passes_noise_and_fails_real_changes() {
         let text = fs::read_to_string(&path).unwrap();
         fs::write(&path, perturb(&text, Format::of(&name))).unwrap();
     }
+    // The training's text is checked by its facts: another machine's
+    // adjective for "he's calm ." is fine.
+    let train = new.join("bahdanau-train.txt");
+    let text = fs::read_to_string(committed.join("bahdanau-train.txt")).unwrap();
+    let calm = text.lines().nth(3).unwrap();
+    let other = "he's calm . => il est riche ., bleu 0.658";
+    fs::write(&train, text.replace(calm, other)).unwrap();
     let args = |a: &Path, b: &Path| {
         [
             a.to_str().unwrap().to_owned(),
@@ -379,11 +394,19 @@ fn ci_s_folder_comparison_passes_noise_and_fails_real_changes() {
     let text = fs::read_to_string(&loss).unwrap();
     fs::write(&loss, text.replacen("loss 2", "loss 3", 1)).unwrap();
     fs::remove_file(new.join("qkv-eye.svg")).unwrap();
+    let text = fs::read_to_string(&train).unwrap();
+    fs::write(&train, text.replace("je suis chez moi .,", "je suis .,")).unwrap();
+    let manifest = new.join("fingerprints.txt");
+    let text = fs::read_to_string(&manifest).unwrap();
+    fs::write(&manifest, format!("garbage\n{text}")).unwrap();
     let (ok, stderr) = listings_cli(&["compare", &a, &b]);
     assert!(!ok, "{stderr}");
-    assert!(
-        stderr.contains("qkv-eye.svg: removed")
-            && stderr.contains("nw-parametric.txt:2: committed `27."),
-        "{stderr}"
-    );
+    for expected in [
+        "qkv-eye.svg: removed",
+        "nw-parametric.txt:2: committed `27.",
+        "bahdanau-train.txt: `i'm home .` is a training pair",
+        "fingerprints.txt: a malformed or repeated line",
+    ] {
+        assert!(stderr.contains(expected), "{expected}: {stderr}");
+    }
 }

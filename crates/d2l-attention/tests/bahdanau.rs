@@ -394,7 +394,14 @@ fn training_facts_hold_for_any_machine_s_run_and_catch_a_failed_one() {
     let calm = TRAIN_OUTPUT.replace("il est bon ., bleu 0.658", "il essaye ., bleu 0.000");
     train_facts(&calm).unwrap();
     let cases = [
-        ("loss 0.020", "loss 0.041", "final loss 0.041 above 0.03"),
+        (
+            "loss 0.020",
+            "loss 0.041",
+            "final loss 0.041 outside (0, 0.03]",
+        ),
+        ("loss 0.020", "loss -7.500", "final loss -7.5 outside"),
+        ("loss 0.020", "loss -inf", "final loss -inf outside"),
+        ("after 250 epochs", "after 1 epochs", "not 250 epochs"),
         (
             "va !, bleu 1.000",
             "va ., bleu 0.000",
@@ -405,12 +412,28 @@ fn training_facts_hold_for_any_machine_s_run_and_catch_a_failed_one() {
             "j'ai perdu !, bleu 0.658",
             "`i lost .`",
         ),
+        ("il est bon ., bleu 0.658", ", bleu 0.658", "no translation"),
+        (
+            "il est bon ., bleu 0.658",
+            "il est bon ., bleu NaN",
+            "BLEU outside",
+        ),
         (
             "     . <- <eos>  (0.31)\n",
             "",
             "5 alignment rows, expected 6",
         ),
-        ("(0.26)", "(0.00)", "bad alignment row"),
+        ("(0.26)", "(0.20)", "bad alignment row for `<eos>`"),
+        (
+            "  chez <- home",
+            "  chez <- banana",
+            "bad alignment row for `chez`",
+        ),
+        (
+            "    je <- home",
+            "   xyz <- home",
+            "bad alignment row for `je`",
+        ),
     ];
     for (from, to, error) in cases {
         let broken = TRAIN_OUTPUT.replace(from, to);

@@ -73,53 +73,68 @@ pub const EXAMPLES: [(&str, &str); 4] = [
 pub const MAX_FINAL_LOSS: f64 = 0.03;
 
 /// What the `bahdanau-train` listing prints on any machine: a final loss
-/// of at most [`MAX_FINAL_LOSS`]; the three [`EXAMPLES`] that are training
-/// pairs ("go .", "i lost .", "i'm home .") translated exactly (BLEU 1);
-/// a line for "he's calm ." too, whose words vary with the machine (the
-/// last digits of f32 sums steer greedy decoding); and one alignment row
-/// for each token written for "i'm home ." (5 and `<eos>`), each naming a
-/// source token with a weight in (0, 1].
+/// above 0 and at most [`MAX_FINAL_LOSS`] after `TrainConfig`'s 250
+/// epochs; the three [`EXAMPLES`] that are training pairs ("go .", "i lost
+/// .", "i'm home .") translated exactly (BLEU 1); for "he's calm ." a
+/// translation of some words with a BLEU in [0, 1] (its words vary with the
+/// machine: the last digits of f32 sums steer greedy decoding); and one
+/// alignment row for each token written for "i'm home ." (`je suis chez
+/// moi .` and `<eos>`, in that order), each naming a token of the source
+/// (`i'm home .` and `<eos>`) with a weight of at least 1/4 (the largest of
+/// 4 weights that sum to 1) and at most 1.
 ///
 /// # Errors
 /// The first fact that fails, quoting the line.
 pub fn train_facts(text: &str) -> anyhow::Result<()> {
     let mut lines = text.lines();
     let first = lines.next().unwrap_or_default();
-    let loss: f64 = first
+    let (loss, epochs) = first
         .strip_prefix("loss ")
-        .and_then(|rest| rest.split(' ').next()?.parse().ok())
-        .ok_or_else(|| anyhow::anyhow!("no final loss in `{first}`"))?;
+        .and_then(|rest| rest.split_once(" after "))
+        .and_then(|(loss, rest)| Some((loss.parse::<f64>().ok()?, rest.split(' ').next()?)))
+        .ok_or_else(|| anyhow::anyhow!("no final loss and epoch count in `{first}`"))?;
     anyhow::ensure!(
-        loss <= MAX_FINAL_LOSS,
-        "final loss {loss} above {MAX_FINAL_LOSS}: `{first}`"
+        loss > 0.0 && loss <= MAX_FINAL_LOSS,
+        "final loss {loss} outside (0, {MAX_FINAL_LOSS}]: `{first}`"
     );
+    let num_epochs = TrainConfig::new().num_epochs.to_string();
+    anyhow::ensure!(epochs == num_epochs, "not {num_epochs} epochs: `{first}`");
     for (eng, fra) in EXAMPLES {
         let line = lines.next().unwrap_or_default();
         let (written, score) = line
             .strip_prefix(&format!("{eng} => "))
             .and_then(|rest| rest.rsplit_once(", bleu "))
             .ok_or_else(|| anyhow::anyhow!("no translation of `{eng}` in `{line}`"))?;
-        let easy = eng != EXAMPLES[2].0;
+        let score: f64 = score.parse().unwrap_or(f64::NAN);
         anyhow::ensure!(
-            !easy || (written == fra && score == "1.000"),
+            !written.trim().is_empty() && (0.0..=1.0).contains(&score),
+            "no translation or a BLEU outside [0, 1]: `{line}`"
+        );
+        anyhow::ensure!(
+            eng == EXAMPLES[2].0 || (written == fra && score == 1.0),
             "`{eng}` is a training pair and must come out as `{fra}`: `{line}`"
         );
     }
+    let source: Vec<&str> = EXAMPLES[3].0.split(' ').chain(["<eos>"]).collect();
+    let written: Vec<&str> = EXAMPLES[3].1.split(' ').chain(["<eos>"]).collect();
     let rows: Vec<&str> = lines.collect();
-    let expected = EXAMPLES[3].1.split(' ').count() + 1;
     anyhow::ensure!(
-        rows.len() == expected,
-        "{} alignment rows, expected {expected}",
-        rows.len()
+        rows.len() == written.len(),
+        "{} alignment rows, expected {}",
+        rows.len(),
+        written.len()
     );
-    for row in rows {
-        let weight: f64 = row
-            .rsplit_once('(')
-            .and_then(|(_, w)| w.trim_end_matches(')').parse().ok())
-            .ok_or_else(|| anyhow::anyhow!("no weight in alignment row `{row}`"))?;
+    for (row, token) in rows.iter().zip(written) {
+        let parsed = row.split_once(" <- ").and_then(|(to, rest)| {
+            let (from, weight) = rest.rsplit_once('(')?;
+            let weight: f64 = weight.trim_end_matches(')').parse().ok()?;
+            Some((to.trim(), from.trim(), weight))
+        });
         anyhow::ensure!(
-            row.contains(" <- ") && weight > 0.0 && weight <= 1.0,
-            "bad alignment row `{row}`"
+            parsed.is_some_and(|(to, from, weight)| to == token
+                && source.contains(&from)
+                && (0.25..=1.0).contains(&weight)),
+            "bad alignment row for `{token}`: `{row}`"
         );
     }
     Ok(())
