@@ -3,6 +3,13 @@
 use plotters::prelude::{ColorMap, DerivedColorMap, RGBColor};
 
 /// A sequential colormap: low values light, high values dark.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::Cmap;
+///
+/// assert_eq!(Cmap::default(), Cmap::Reds);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Cmap {
     /// White to dark red, matplotlib's "Reds" (d2l's default for heatmaps).
@@ -39,6 +46,16 @@ const BLUES: [RGBColor; 9] = [
 impl Cmap {
     /// The colour of `value` on a scale from `vmin` (lightest) to `vmax`
     /// (darkest); values outside are clamped. Needs `vmin < vmax`.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::Cmap;
+    /// use plotters::style::RGBColor;
+    ///
+    /// // matplotlib's Reds runs from #fff5f0 to #67000d.
+    /// assert_eq!(Cmap::Reds.color(0.0, 0.0, 1.0), RGBColor(0xff, 0xf5, 0xf0));
+    /// assert_eq!(Cmap::Reds.color(2.0, 0.0, 1.0), RGBColor(0x67, 0x00, 0x0d));
+    /// ```
     pub fn color(self, value: f64, vmin: f64, vmax: f64) -> RGBColor {
         let colors: &[RGBColor] = match self {
             Cmap::Reds => &REDS,

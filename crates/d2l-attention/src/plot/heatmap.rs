@@ -23,6 +23,14 @@ const TITLE_AREA: u32 = LABEL_FONT + 8;
 /// The optional arguments of [`show_heatmaps`], with d2l's defaults: no
 /// titles, `figsize` (2.5, 2.5) and `cmap` Reds. Set some and keep the rest:
 /// `HeatmapOptions { cmap: Cmap::Blues, ..Default::default() }`.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::{Cmap, HeatmapOptions};
+///
+/// let options = HeatmapOptions::default();
+/// assert_eq!((options.titles, options.figsize, options.cmap), (None, (2.5, 2.5), Cmap::Reds));
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct HeatmapOptions<'a> {
     /// One title per grid column, or none.
@@ -64,6 +72,19 @@ impl Default for HeatmapOptions<'_> {
 /// [`PlotError::InvalidArgument`] naming `matrices` when it has no entries
 /// or holds a NaN or infinity, naming `titles` when their count differs from
 /// num_cols, and naming `figsize` when a side is outside 0.5..=40 inches.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::{HeatmapOptions, show_heatmaps};
+///
+/// // One 3 × 3 matrix: the identity, each query attending to its own key.
+/// let eye = Tensor::<2>::eye(3, &Device::flex()).reshape([1, 1, 3, 3]);
+/// let svg = show_heatmaps(&eye, "Keys", "Queries", HeatmapOptions::default()).unwrap();
+/// // Three dark cells (Reds at 1) and six light ones (Reds at 0).
+/// assert_eq!(svg.as_str().matches("fill=\"#67000D\"").count(), 3);
+/// assert_eq!(svg.as_str().matches("fill=\"#FFF5F0\"").count(), 6);
+/// ```
 // ANCHOR: signature
 pub fn show_heatmaps(
     matrices: &Tensor<4>,

@@ -5,6 +5,16 @@ use plotters::prelude::*;
 use super::{FONT, LABEL_FONT, PlotError, Svg, TICK_FONT, draw_err, invalid, pixels, tick_label};
 
 /// How a line is stroked.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::plot::LineStyle;
+/// use d2l_attention::{Axes, Series, plot};
+///
+/// let dashed = Series::line(&[0.0, 1.0], &[0.0, 1.0]).style(LineStyle::Dashed);
+/// let svg = plot(&[dashed], &Axes::new("x", "y")).unwrap();
+/// assert!(svg.as_str().contains("<line") || svg.as_str().contains("<polyline"));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LineStyle {
     /// A solid line (matplotlib `-`).
@@ -24,6 +34,15 @@ enum Mark {
 }
 
 /// One data series of a [`plot`]: a line or a set of scatter points.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::Series;
+///
+/// let a = Series::line(&[0.0, 1.0], &[2.0, 3.0]).label("a");
+/// assert_eq!(a, Series::line(&[0.0, 1.0], &[2.0, 3.0]).label("a"));
+/// assert_ne!(a, Series::points(&[0.0, 1.0], &[2.0, 3.0]).label("a"));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Series {
     x: Vec<f64>,
@@ -49,34 +68,89 @@ impl Series {
     /// A line through the points `(x[i], y[i])`. Lines without an explicit
     /// [`style`](Self::style) take d2l's format cycle in order: solid blue,
     /// dashed magenta, dash-dot green, dotted red.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::{Axes, Series, plot};
+    ///
+    /// let svg = plot(&[Series::line(&[0.0, 1.0, 2.0], &[0.0, 1.0, 4.0])], &Axes::new("x", "y"));
+    /// // The first line takes d2l's first format: solid matplotlib blue.
+    /// assert!(svg.unwrap().as_str().contains("stroke=\"#1F77B4\""));
+    /// ```
     pub fn line(x: &[f64], y: &[f64]) -> Self {
         Self::new(x, y, Mark::Line(None))
     }
 
     /// Scatter points `(x[i], y[i])`, drawn as filled circles (matplotlib `o`).
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::{Axes, Series, plot};
+    ///
+    /// let svg = plot(&[Series::points(&[1.0, 2.0, 3.0], &[3.0, 1.0, 2.0])], &Axes::new("x", "y"));
+    /// assert_eq!(svg.unwrap().as_str().matches("<circle").count(), 3);
+    /// ```
     pub fn points(x: &[f64], y: &[f64]) -> Self {
         Self::new(x, y, Mark::Points)
     }
 
     /// The series' name in the legend.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::{Axes, Series, plot};
+    ///
+    /// let truth = Series::line(&[0.0, 1.0], &[0.0, 1.0]).label("Truth");
+    /// let svg = plot(&[truth], &Axes::new("x", "y")).unwrap();
+    /// assert!(svg.as_str().contains("Truth"));
+    /// ```
     pub fn label(mut self, label: &str) -> Self {
         self.label = Some(label.to_owned());
         self
     }
 
     /// Opacity from 0 (invisible) to 1 (opaque; the default).
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::{Axes, Series, plot};
+    ///
+    /// let faint = Series::points(&[1.0], &[1.0]).alpha(0.5);
+    /// assert!(plot(&[faint], &Axes::new("x", "y")).unwrap().as_str().contains("opacity=\"0.5\""));
+    /// // Outside 0..=1 is an error naming `series`.
+    /// let bad = Series::points(&[1.0], &[1.0]).alpha(2.0);
+    /// assert!(plot(&[bad], &Axes::new("x", "y")).unwrap_err().to_string().contains("`series`"));
+    /// ```
     pub fn alpha(mut self, alpha: f64) -> Self {
         self.alpha = alpha;
         self
     }
 
     /// An explicit colour instead of the cycle's.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::{Axes, Series, plot};
+    /// use plotters::style::RGBColor;
+    ///
+    /// let red = Series::line(&[0.0, 1.0], &[0.0, 1.0]).color(RGBColor(0xff, 0, 0));
+    /// assert!(plot(&[red], &Axes::new("x", "y")).unwrap().as_str().contains("#FF0000"));
+    /// ```
     pub fn color(mut self, color: RGBColor) -> Self {
         self.color = Some(color);
         self
     }
 
     /// An explicit stroke for a line (ignored for points).
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::Series;
+    /// use d2l_attention::plot::LineStyle;
+    ///
+    /// let points = Series::points(&[0.0], &[0.0]);
+    /// assert_eq!(points.clone().style(LineStyle::Dotted), points);
+    /// ```
     pub fn style(mut self, style: LineStyle) -> Self {
         if let Mark::Line(s) = &mut self.mark {
             *s = Some(style);
@@ -87,6 +161,14 @@ impl Series {
 
 /// Axis labels, limits and size of a [`plot`]; `Axes::new("x", "y")` gives
 /// d2l's defaults (3.5 × 2.5 inches, limits fitted to the data).
+///
+/// # Examples
+/// ```
+/// use d2l_attention::Axes;
+///
+/// let axes = Axes::new("epoch", "loss").xlim(1.0, 5.0);
+/// assert_ne!(axes, Axes::new("epoch", "loss"));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Axes {
     xlabel: String,
@@ -98,6 +180,14 @@ pub struct Axes {
 
 impl Axes {
     /// Axes with these labels.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::{Axes, Series, plot};
+    ///
+    /// let svg = plot(&[Series::line(&[0.0, 1.0], &[0.0, 1.0])], &Axes::new("epoch", "loss")).unwrap();
+    /// assert!(svg.as_str().contains("epoch") && svg.as_str().contains("loss"));
+    /// ```
     pub fn new(xlabel: &str, ylabel: &str) -> Self {
         Axes {
             xlabel: xlabel.into(),
@@ -109,18 +199,46 @@ impl Axes {
     }
 
     /// The x range shown (default: the data's range).
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::{Axes, Series, plot};
+    ///
+    /// let line = [Series::line(&[0.0, 1.0], &[0.0, 1.0])];
+    /// assert!(plot(&line, &Axes::new("x", "y").xlim(0.0, 5.0)).is_ok());
+    /// // An empty range is an error naming `axes`.
+    /// let err = plot(&line, &Axes::new("x", "y").xlim(1.0, 1.0)).unwrap_err();
+    /// assert!(err.to_string().contains("`axes`"));
+    /// ```
     pub fn xlim(mut self, lo: f64, hi: f64) -> Self {
         self.xlim = Some((lo, hi));
         self
     }
 
     /// The y range shown (default: the data's range plus 5 % on each side).
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::{Axes, Series, plot};
+    ///
+    /// let line = [Series::line(&[0.0, 1.0], &[0.0, 1.0])];
+    /// assert!(plot(&line, &Axes::new("x", "y").ylim(-1.0, 5.0)).is_ok());
+    /// ```
     pub fn ylim(mut self, lo: f64, hi: f64) -> Self {
         self.ylim = Some((lo, hi));
         self
     }
 
     /// The figure's size in inches (100 px each).
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::{Axes, Series, plot};
+    ///
+    /// let line = [Series::line(&[0.0, 1.0], &[0.0, 1.0])];
+    /// let svg = plot(&line, &Axes::new("x", "y").figsize(4.5, 2.5)).unwrap();
+    /// assert!(svg.as_str().starts_with("<svg width=\"450\" height=\"250\""));
+    /// ```
     pub fn figsize(mut self, width: f64, height: f64) -> Self {
         self.figsize = (width, height);
         self
@@ -145,6 +263,16 @@ const POINTS_COLOR: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
 /// series has no points, x and y of different lengths, a NaN or infinite
 /// coordinate, or an alpha outside 0..=1; naming `axes` when a limit is
 /// empty (lo ≥ hi) or not finite, or its figsize is outside 0.5..=40 inches.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::{Axes, Series, plot};
+///
+/// let x = [0.0, 1.0, 2.0, 3.0];
+/// let y = x.map(|v: f64| v * v);
+/// let svg = plot(&[Series::line(&x, &y).label("x²")], &Axes::new("x", "y")).unwrap();
+/// assert!(svg.as_str().contains("x²"));
+/// ```
 pub fn plot(series: &[Series], axes: &Axes) -> Result<Svg, PlotError> {
     check_series(series)?;
     let (width, height) = pixels(axes.figsize).map_err(|_| {

@@ -19,6 +19,17 @@ pub use heatmap::{HeatmapOptions, show_heatmaps};
 pub use lines::{Axes, LineStyle, Series, plot};
 
 /// Pixels per inch: `figsize` is given in inches, as in matplotlib.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::plot::PX_PER_INCH;
+/// use d2l_attention::{Axes, Series, plot};
+///
+/// // d2l's default 3.5 × 2.5 inches.
+/// let svg = plot(&[Series::line(&[0.0, 1.0], &[0.0, 1.0])], &Axes::new("x", "y")).unwrap();
+/// let width = 3.5 * PX_PER_INCH;
+/// assert!(svg.as_str().starts_with(&format!("<svg width=\"{width}\"")));
+/// ```
 pub const PX_PER_INCH: f64 = 100.0;
 /// Font size of axis labels and titles, in px.
 const LABEL_FONT: u32 = 14;
@@ -27,6 +38,15 @@ const TICK_FONT: u32 = 12;
 const FONT: &str = "sans-serif";
 
 /// Why a figure could not be drawn or saved.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::plot::PlotError;
+/// use d2l_attention::{Axes, plot};
+///
+/// let err = plot(&[], &Axes::new("x", "y")).unwrap_err();
+/// assert!(matches!(err, PlotError::InvalidArgument { arg: "series", .. }));
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum PlotError {
     /// An argument was unusable; the message names it.
@@ -65,11 +85,27 @@ fn draw_err<E: std::fmt::Debug>(e: E) -> PlotError {
 }
 
 /// A finished figure: an SVG document.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::{Axes, Series, plot};
+///
+/// let svg = plot(&[Series::points(&[1.0], &[2.0])], &Axes::new("x", "y")).unwrap();
+/// assert!(svg.as_str().contains("<circle"));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Svg(String);
 
 impl Svg {
     /// The SVG text.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::{Axes, Series, plot};
+    ///
+    /// let svg = plot(&[Series::line(&[0.0, 1.0], &[1.0, 0.0])], &Axes::new("t", "y")).unwrap();
+    /// assert!(svg.as_str().starts_with("<svg") && svg.as_str().contains("<polyline"));
+    /// ```
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -80,6 +116,16 @@ impl Svg {
     /// # Errors
     /// [`PlotError::Write`] naming `path` when its folder is missing or not
     /// writable.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::{Axes, Series, plot};
+    ///
+    /// let svg = plot(&[Series::line(&[0.0, 1.0], &[1.0, 0.0])], &Axes::new("t", "y")).unwrap();
+    /// let dir = tempfile::tempdir().unwrap();
+    /// svg.save(dir.path().join("line.svg")).unwrap();
+    /// assert_eq!(std::fs::read_to_string(dir.path().join("line.svg")).unwrap(), svg.as_str());
+    /// ```
     pub fn save(&self, path: impl AsRef<Path>) -> Result<(), PlotError> {
         Ok(write_atomic(path.as_ref(), self.0.as_bytes())?)
     }
