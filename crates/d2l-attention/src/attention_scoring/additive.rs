@@ -13,6 +13,16 @@ use super::*;
 
 /// Configuration of [`AdditiveAttention`]; d2l's
 /// `AdditiveAttention(key_size, query_size, num_hiddens, dropout)`.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::Device;
+/// use d2l_attention::attention_scoring::AdditiveAttentionConfig;
+///
+/// // d2l's AdditiveAttention(key_size=2, query_size=20, num_hiddens=8, dropout=0.1).
+/// let layer = AdditiveAttentionConfig::new(2, 20, 8).with_dropout(0.1).init(&Device::flex());
+/// assert_eq!(layer.w_q.weight.dims(), [20, 8]);
+/// ```
 #[derive(Config, Debug)]
 pub struct AdditiveAttentionConfig {
     /// Size of a key vector.
@@ -34,6 +44,15 @@ pub struct AdditiveAttentionConfig {
 
 impl AdditiveAttentionConfig {
     /// A layer with freshly initialised weights on `device`.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::Device;
+    /// use d2l_attention::attention_scoring::AdditiveAttentionConfig;
+    ///
+    /// let layer = AdditiveAttentionConfig::new(2, 20, 8).init(&Device::flex());
+    /// assert_eq!((layer.w_k.weight.dims(), layer.w_v.weight.dims()), ([2, 8], [8, 1]));
+    /// ```
     pub fn init(&self, device: &Device) -> AdditiveAttention {
         let linear = |i, o| {
             LinearConfig::new(i, o)
@@ -53,6 +72,25 @@ impl AdditiveAttentionConfig {
 /// Additive attention (Bahdanau et al., 2015; d2l zh §10.3.2, eq. 10.3.3):
 /// score a(q, k) = w_vᵀ tanh(W_q q + W_k k). Queries and keys may have
 /// different sizes.
+///
+/// # Examples
+/// ```
+/// # use burn::tensor::{Device, Int, Tensor};
+/// # let device = Device::flex();
+/// // d2l's demo: identical keys, so the output is the mean of the valid values.
+/// let queries = d2l_attention::random::randn([2, 1, 20], 0, &device);
+/// let keys = Tensor::<3>::ones([2, 10, 2], &device);
+/// # let values = Tensor::<1, Int>::arange(0..40, &device).float().reshape([1, 10, 4]);
+/// # let values = values.repeat_dim(0, 2);
+/// let valid_lens = Tensor::<1, Int>::from_ints([2, 6], &device);
+/// use d2l_attention::attention_scoring::AdditiveAttentionConfig;
+///
+/// let layer = AdditiveAttentionConfig::new(2, 20, 8).init(&device);
+/// let attended = layer.forward(queries, keys, values, Some(valid_lens.into())).unwrap();
+/// let output = attended.output.try_into_vec_as::<f32>().unwrap();
+/// let expected = [2.0, 3.0, 4.0, 5.0, 10.0, 11.0, 12.0, 13.0];
+/// assert!(output.iter().zip(expected).all(|(o, e)| (o - e).abs() < 1e-4));
+/// ```
 #[derive(Module, Debug)]
 pub struct AdditiveAttention {
     /// W_k, (key_size → num_hiddens), no bias.
@@ -69,6 +107,23 @@ impl AdditiveAttention {
     /// The scores of every query against every key: (batch_size,
     /// num_queries, num_keys), from queries (batch_size, num_queries,
     /// query_size) and keys (batch_size, num_keys, key_size).
+    ///
+    /// # Examples
+    /// ```
+    /// # use burn::tensor::{Device, Int, Tensor};
+    /// # let device = Device::flex();
+    /// // d2l's demo: identical keys, so the output is the mean of the valid values.
+    /// let queries = d2l_attention::random::randn([2, 1, 20], 0, &device);
+    /// let keys = Tensor::<3>::ones([2, 10, 2], &device);
+    /// # let values = Tensor::<1, Int>::arange(0..40, &device).float().reshape([1, 10, 4]);
+    /// # let values = values.repeat_dim(0, 2);
+    /// let valid_lens = Tensor::<1, Int>::from_ints([2, 6], &device);
+    /// use d2l_attention::attention_scoring::AdditiveAttentionConfig;
+    ///
+    /// let layer = AdditiveAttentionConfig::new(2, 20, 8).init(&device);
+    /// let scores = layer.scores(queries, keys);
+    /// assert_eq!(scores.dims(), [2, 1, 10]);
+    /// ```
     // ANCHOR: additive
     pub fn scores(&self, queries: Tensor<3>, keys: Tensor<3>) -> Tensor<3> {
         let queries = self.w_q.forward(queries).unsqueeze_dim::<4>(2); // (b, q, 1, h)
@@ -89,6 +144,26 @@ impl AdditiveAttention {
     /// [`AttentionError`] when the batch sizes differ, keys and values
     /// differ in number, the query or key size is not the configured one,
     /// or `valid_lens` is malformed.
+    ///
+    /// # Examples
+    /// ```
+    /// # use burn::tensor::{Device, Int, Tensor};
+    /// # let device = Device::flex();
+    /// // d2l's demo: identical keys, so the output is the mean of the valid values.
+    /// let queries = d2l_attention::random::randn([2, 1, 20], 0, &device);
+    /// let keys = Tensor::<3>::ones([2, 10, 2], &device);
+    /// # let values = Tensor::<1, Int>::arange(0..40, &device).float().reshape([1, 10, 4]);
+    /// # let values = values.repeat_dim(0, 2);
+    /// let valid_lens = Tensor::<1, Int>::from_ints([2, 6], &device);
+    /// use d2l_attention::attention_scoring::AdditiveAttentionConfig;
+    ///
+    /// let layer = AdditiveAttentionConfig::new(2, 20, 8).init(&device);
+    /// let attended = layer.forward(queries, keys, values, Some(valid_lens.into())).unwrap();
+    /// assert_eq!(attended.output.dims(), [2, 1, 4]);
+    /// // The weights past each valid length are exactly 0.
+    /// let weights = attended.attention_weights.try_into_vec_as::<f32>().unwrap();
+    /// assert!(weights[2..10].iter().all(|&w| w == 0.0));
+    /// ```
     pub fn forward(
         &self,
         queries: Tensor<3>,
@@ -109,6 +184,24 @@ impl AdditiveAttention {
     ///
     /// # Errors
     /// As [`AdditiveAttention::forward`].
+    ///
+    /// # Examples
+    /// ```
+    /// # use burn::tensor::{Device, Int, Tensor};
+    /// # let device = Device::flex();
+    /// // d2l's demo: identical keys, so the output is the mean of the valid values.
+    /// let queries = d2l_attention::random::randn([2, 1, 20], 0, &device);
+    /// let keys = Tensor::<3>::ones([2, 10, 2], &device);
+    /// # let values = Tensor::<1, Int>::arange(0..40, &device).float().reshape([1, 10, 4]);
+    /// # let values = values.repeat_dim(0, 2);
+    /// let valid_lens = Tensor::<1, Int>::from_ints([2, 6], &device);
+    /// use d2l_attention::attention_scoring::AdditiveAttentionConfig;
+    ///
+    /// let layer = AdditiveAttentionConfig::new(2, 20, 8).init(&device);
+    /// let projected = layer.project_keys(keys, values, Some(valid_lens)).unwrap();
+    /// let attended = layer.attend(queries, &projected).unwrap();
+    /// assert_eq!(attended.attention_weights.dims(), [2, 1, 10]);
+    /// ```
     pub fn project_keys(
         &self,
         keys: Tensor<3>,
@@ -166,6 +259,28 @@ impl AdditiveAttention {
     /// # Errors
     /// [`AttentionError::Shape`] when `queries` has another batch size or
     /// query size, or `projected` was made by a layer of another size.
+    ///
+    /// # Examples
+    /// ```
+    /// # use burn::tensor::{Device, Int, Tensor};
+    /// # let device = Device::flex();
+    /// // d2l's demo: identical keys, so the output is the mean of the valid values.
+    /// let queries = d2l_attention::random::randn([2, 1, 20], 0, &device);
+    /// let keys = Tensor::<3>::ones([2, 10, 2], &device);
+    /// # let values = Tensor::<1, Int>::arange(0..40, &device).float().reshape([1, 10, 4]);
+    /// # let values = values.repeat_dim(0, 2);
+    /// let valid_lens = Tensor::<1, Int>::from_ints([2, 6], &device);
+    /// use d2l_attention::attention_scoring::AdditiveAttentionConfig;
+    ///
+    /// let layer = AdditiveAttentionConfig::new(2, 20, 8).init(&device);
+    /// let projected = layer.project_keys(keys.clone(), values.clone(), Some(valid_lens.clone()))
+    ///     .unwrap();
+    /// // The same weights as `forward`, to rounding.
+    /// let fast = layer.attend(queries.clone(), &projected).unwrap().attention_weights;
+    /// let plain = layer.forward(queries, keys, values, Some(valid_lens.into())).unwrap();
+    /// let gap = (fast - plain.attention_weights).abs().max().into_scalar::<f32>();
+    /// assert!(gap < 1e-6);
+    /// ```
     pub fn attend(
         &self,
         queries: Tensor<3>,
@@ -212,6 +327,26 @@ impl AdditiveAttention {
 }
 
 /// Keys and values ready for [`AdditiveAttention::attend`].
+///
+/// # Examples
+/// ```
+/// # use burn::tensor::{Device, Int, Tensor};
+/// # let device = Device::flex();
+/// // d2l's demo: identical keys, so the output is the mean of the valid values.
+/// let queries = d2l_attention::random::randn([2, 1, 20], 0, &device);
+/// let keys = Tensor::<3>::ones([2, 10, 2], &device);
+/// # let values = Tensor::<1, Int>::arange(0..40, &device).float().reshape([1, 10, 4]);
+/// # let values = values.repeat_dim(0, 2);
+/// let valid_lens = Tensor::<1, Int>::from_ints([2, 6], &device);
+/// use d2l_attention::attention_scoring::AdditiveAttentionConfig;
+///
+/// let layer = AdditiveAttentionConfig::new(2, 20, 8).init(&device);
+/// // Made once per batch, used by every decoding step.
+/// let projected = layer.project_keys(keys, values, Some(valid_lens)).unwrap();
+/// for _ in 0..3 {
+///     assert_eq!(layer.attend(queries.clone(), &projected).unwrap().output.dims(), [2, 1, 4]);
+/// }
+/// ```
 #[derive(Clone, Debug)]
 pub struct ProjectedKeys {
     /// 2·W_k k: (batch_size, 1, num_keys, num_hiddens).

@@ -9,6 +9,14 @@ use burn::tensor::{Tensor, activation::softmax};
 use super::*;
 
 /// Configuration of [`DotProductAttention`].
+///
+/// # Examples
+/// ```
+/// use d2l_attention::attention_scoring::DotProductAttentionConfig;
+///
+/// let layer = DotProductAttentionConfig::new().with_dropout(0.5).init();
+/// assert!(layer.scaled);
+/// ```
 #[derive(Config, Debug)]
 pub struct DotProductAttentionConfig {
     /// Dropout probability on the attention weights.
@@ -21,6 +29,14 @@ pub struct DotProductAttentionConfig {
 
 impl DotProductAttentionConfig {
     /// The layer (it has no weights).
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::attention_scoring::DotProductAttentionConfig;
+    ///
+    /// let unscaled = DotProductAttentionConfig::new().with_scaled(false).init();
+    /// assert!(!unscaled.scaled);
+    /// ```
     pub fn init(&self) -> DotProductAttention {
         DotProductAttention {
             dropout: DropoutConfig::new(self.dropout).init(),
@@ -32,6 +48,24 @@ impl DotProductAttentionConfig {
 /// (Scaled) dot-product attention (Vaswani et al., 2017; d2l zh §10.3.3,
 /// eq. 10.3.4): score a(q, k) = qᵀk / √d. Queries and keys must have the
 /// same size d.
+///
+/// # Examples
+/// ```
+/// # use burn::tensor::{Device, Int, Tensor};
+/// # let device = Device::flex();
+/// let queries = d2l_attention::random::randn([2, 1, 2], 0, &device);
+/// let keys = Tensor::<3>::ones([2, 10, 2], &device);
+/// # let values = Tensor::<1, Int>::arange(0..40, &device).float().reshape([1, 10, 4]);
+/// # let values = values.repeat_dim(0, 2);
+/// let valid_lens = Tensor::<1, Int>::from_ints([2, 6], &device);
+/// use d2l_attention::attention_scoring::DotProductAttentionConfig;
+///
+/// let layer = DotProductAttentionConfig::new().init();
+/// let attended = layer.forward(queries, keys, values, Some(valid_lens.into())).unwrap();
+/// let output = attended.output.try_into_vec_as::<f32>().unwrap();
+/// let expected = [2.0, 3.0, 4.0, 5.0, 10.0, 11.0, 12.0, 13.0];
+/// assert!(output.iter().zip(expected).all(|(o, e)| (o - e).abs() < 1e-4));
+/// ```
 #[derive(Module, Debug)]
 pub struct DotProductAttention {
     /// Dropout on the attention weights.
@@ -47,6 +81,20 @@ impl DotProductAttention {
     ///
     /// # Errors
     /// [`AttentionError::Mismatch`] naming both shapes when the sizes differ.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Tensor};
+    /// use d2l_attention::attention_scoring::DotProductAttentionConfig;
+    ///
+    /// let device = Device::flex();
+    /// let queries = Tensor::<3>::from_floats([[[1.0, 1.0]]], &device);
+    /// let keys = Tensor::<3>::from_floats([[[2.0, 0.0], [1.0, 3.0]]], &device);
+    /// let scores = DotProductAttentionConfig::new().init().scores(queries, keys).unwrap();
+    /// // qᵀk / √2: 2/√2 and 4/√2.
+    /// let scores = scores.try_into_vec_as::<f32>().unwrap();
+    /// assert!((scores[0] - 2f32.sqrt()).abs() < 1e-6 && (scores[1] - 8f32.sqrt()).abs() < 1e-6);
+    /// ```
     // ANCHOR: dot_product
     pub fn scores(&self, queries: Tensor<3>, keys: Tensor<3>) -> Result<Tensor<3>, AttentionError> {
         let (q, k) = (queries.dims(), keys.dims());
@@ -79,6 +127,22 @@ impl DotProductAttention {
     ///
     /// # Errors
     /// [`AttentionError`] when the shapes disagree or `valid_lens` is malformed.
+    ///
+    /// # Examples
+    /// ```
+    /// # use burn::tensor::{Device, Int, Tensor};
+    /// # let device = Device::flex();
+    /// let queries = d2l_attention::random::randn([2, 1, 2], 0, &device);
+    /// let keys = Tensor::<3>::ones([2, 10, 2], &device);
+    /// # let values = Tensor::<1, Int>::arange(0..40, &device).float().reshape([1, 10, 4]);
+    /// # let values = values.repeat_dim(0, 2);
+    /// let valid_lens = Tensor::<1, Int>::from_ints([2, 6], &device);
+    /// use d2l_attention::attention_scoring::DotProductAttentionConfig;
+    ///
+    /// let layer = DotProductAttentionConfig::new().init();
+    /// let attended = layer.forward(queries, keys, values, Some(valid_lens.into())).unwrap();
+    /// assert_eq!(attended.attention_weights.dims(), [2, 1, 10]);
+    /// ```
     pub fn forward(
         &self,
         queries: Tensor<3>,
@@ -99,6 +163,20 @@ impl DotProductAttention {
 ///
 /// # Errors
 /// [`AttentionError::Mismatch`] when `w` does not fit the query or key size.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::attention_scoring::bilinear_scores;
+///
+/// let device = Device::flex();
+/// let queries = Tensor::<3>::from_floats([[[1.0, 2.0, 3.0]]], &device);
+/// let keys = Tensor::<3>::from_floats([[[1.0, 0.0], [0.0, 1.0]]], &device);
+/// let w = Tensor::<2>::from_floats([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]], &device);
+/// // kᵀ W q: W picks q's first and third entries.
+/// let scores = bilinear_scores(queries, keys, w).unwrap();
+/// assert_eq!(scores.try_into_vec_as::<f32>().unwrap(), [1.0, 3.0]);
+/// ```
 // ANCHOR: bilinear
 pub fn bilinear_scores(
     queries: Tensor<3>,
@@ -142,6 +220,22 @@ pub fn bilinear_scores(
 /// the N columns of `x` (d1, N); Q = W_Q X, K = W_K X, V = W_V X with `w_q`,
 /// `w_k` (d3, d1) and `w_v` (d2, d1); h_i = Σ_j softmax_j(k_j·q_i / √d3) v_j.
 /// Returns H (d2, N). Slow on purpose: it is the definition, spelled out.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::attention_scoring::{self_attention, self_attention_loop};
+/// use d2l_attention::random::randn;
+/// # use burn::tensor::Device;
+/// # let device = Device::flex();
+///
+/// // Five tokens of size 4; queries and keys of size 3, values of size 2.
+/// let x = randn([4, 5], 0, &device);
+/// let (w_q, w_k, w_v) = (randn([3, 4], 1, &device), randn([3, 4], 2, &device), randn([2, 4], 3, &device));
+/// let h = self_attention_loop(&x, &w_q, &w_k, &w_v);
+/// assert_eq!(h.dims(), [2, 5]);
+/// let (vectorised, _) = self_attention(&x, &w_q, &w_k, &w_v);
+/// assert!((h - vectorised).abs().max().into_scalar::<f32>() < 1e-5);
+/// ```
 // ANCHOR: self_attention_loop
 pub fn self_attention_loop(
     x: &Tensor<2>,
@@ -176,6 +270,22 @@ pub fn self_attention_loop(
 
 /// The same self-attention vectorised: A = softmax(QᵀK / √d3) row by row
 /// (query i in row i), H = V Aᵀ. Returns (H (d2, N), A (N, N)).
+///
+/// # Examples
+/// ```
+/// use d2l_attention::attention_scoring::self_attention;
+/// use d2l_attention::random::randn;
+/// # use burn::tensor::Device;
+/// # let device = Device::flex();
+///
+/// let x = randn([4, 5], 0, &device);
+/// let (w_q, w_k, w_v) = (randn([3, 4], 1, &device), randn([3, 4], 2, &device), randn([2, 4], 3, &device));
+/// let (h, a) = self_attention(&x, &w_q, &w_k, &w_v);
+/// assert_eq!((h.dims(), a.dims()), ([2, 5], [5, 5]));
+/// // Each query's weights sum to 1.
+/// let sums = a.sum_dim(1).try_into_vec_as::<f32>().unwrap();
+/// assert!(sums.iter().all(|s| (s - 1.0).abs() < 1e-5));
+/// ```
 // ANCHOR: self_attention
 pub fn self_attention(
     x: &Tensor<2>,

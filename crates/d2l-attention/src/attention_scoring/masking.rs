@@ -6,6 +6,19 @@ use super::*;
 
 /// How many keys each query may attend to: the first `valid_len` keys count,
 /// the rest (padding) get weight exactly 0.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Int, Tensor};
+/// use d2l_attention::attention_scoring::ValidLens;
+///
+/// let device = Device::flex();
+/// let per_sequence: ValidLens = Tensor::<1, Int>::from_ints([2, 3], &device).into();
+/// let mask = per_sequence.mask(2, 1, 4, &device).unwrap();
+/// // Keys at or past each valid length are masked.
+/// let mask = mask.into_data().to_vec::<bool>().unwrap();
+/// assert_eq!(mask, [false, false, true, true, false, false, false, true]);
+/// ```
 #[derive(Clone, Debug)]
 pub enum ValidLens {
     /// (batch_size,): one length shared by all queries of a batch element
@@ -87,6 +100,18 @@ impl ValidLens {
     ///
     /// # Errors
     /// As [`masked_softmax`].
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Int, Tensor};
+    /// use d2l_attention::attention_scoring::ValidLens;
+    ///
+    /// let device = Device::flex();
+    /// let per_query: ValidLens = Tensor::<2, Int>::from_ints([[1, 3]], &device).into();
+    /// let mask = per_query.mask(1, 2, 3, &device).unwrap();
+    /// assert_eq!(mask.dims(), [1, 2, 3]);
+    /// assert_eq!(mask.into_data().to_vec::<bool>().unwrap(), [false, true, true, false, false, false]);
+    /// ```
     // ANCHOR: mask
     pub fn mask(
         self,
@@ -138,6 +163,20 @@ pub(super) fn check_rank3(
 /// [`AttentionError::Shape`] when `valid_lens` is not (batch_size,) or
 /// (batch_size, num_queries); [`AttentionError::ValidLen`] when a length is
 /// negative or larger than num_keys.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Int, Tensor};
+/// use d2l_attention::attention_scoring::masked_softmax;
+///
+/// let device = Device::flex();
+/// let scores = Tensor::<3>::zeros([2, 1, 4], &device);
+/// let valid_lens = Tensor::<1, Int>::from_ints([2, 4], &device);
+/// let weights = masked_softmax(scores, Some(valid_lens.into())).unwrap();
+/// assert_eq!(weights.dims(), [2, 1, 4]);
+/// let weights = weights.try_into_vec_as::<f32>().unwrap();
+/// assert_eq!(weights, [0.5, 0.5, 0.0, 0.0, 0.25, 0.25, 0.25, 0.25]);
+/// ```
 // ANCHOR: masked_softmax
 pub fn masked_softmax(
     scores: Tensor<3>,

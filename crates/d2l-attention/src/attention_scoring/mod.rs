@@ -21,9 +21,29 @@ use burn::tensor::Tensor;
 /// softmax. Finite on purpose: exp(−10⁶ − max) underflows to exactly 0,
 /// while a fully masked row stays finite (uniform), in value and gradient;
 /// a −∞ fill would give NaN there (pytorch#41508, burn#4694).
+///
+/// # Examples
+/// ```
+/// use d2l_attention::attention_scoring::MASK_VALUE;
+///
+/// // exp(MASK_VALUE) underflows to exactly 0 in f32.
+/// assert_eq!(MASK_VALUE.exp(), 0.0);
+/// ```
 pub const MASK_VALUE: f32 = -1e6;
 
 /// Why an attention call was refused.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Int, Tensor};
+/// use d2l_attention::attention_scoring::{AttentionError, masked_softmax};
+///
+/// let device = Device::flex();
+/// let scores = Tensor::<3>::zeros([2, 2, 4], &device);
+/// let too_long = Tensor::<1, Int>::from_ints([2, 5], &device);
+/// let err = masked_softmax(scores, Some(too_long.into())).unwrap_err();
+/// assert!(matches!(err, AttentionError::ValidLen { .. }));
+/// ```
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum AttentionError {
     /// One tensor has the wrong shape.
@@ -84,6 +104,18 @@ impl AttentionError {
 }
 
 /// What an attention layer returns.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::attention_scoring::DotProductAttentionConfig;
+///
+/// let device = Device::flex();
+/// let x = Tensor::<3>::ones([2, 3, 4], &device);
+/// let attended = DotProductAttentionConfig::new().init().forward(x.clone(), x.clone(), x, None).unwrap();
+/// assert_eq!(attended.output.dims(), [2, 3, 4]);
+/// assert_eq!(attended.attention_weights.dims(), [2, 3, 3]);
+/// ```
 #[derive(Clone, Debug)]
 pub struct Attended {
     /// The pooled values: (batch_size, num_queries, value_size).
