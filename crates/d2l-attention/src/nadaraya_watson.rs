@@ -10,6 +10,17 @@ use crate::plot::PlotError;
 use crate::{Axes, Series, Svg, plot};
 
 /// Why a regression could not be computed.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::nadaraya_watson::*;
+///
+/// let device = Device::flex();
+/// let empty = Tensor::<1>::from_floats([0.0f32; 0], &device);
+/// let err = nonparametric_pooling(empty.clone(), empty.clone(), empty).unwrap_err();
+/// assert_eq!(err, RegressionError::NoTrainingData);
+/// ```
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum RegressionError {
     /// The training set is empty.
@@ -53,11 +64,33 @@ pub enum RegressionError {
 }
 
 /// The function to learn: f(x) = 2 sin x + x^0.8 (d2l zh §10.2.1).
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::nadaraya_watson::*;
+///
+/// let device = Device::flex();
+/// let y = f(Tensor::<1>::from_floats([0.0, 1.0], &device));
+/// let y = y.try_into_vec_as::<f32>().unwrap();
+/// assert_eq!(y[0], 0.0);
+/// assert!((y[1] - (2.0 * 1f32.sin() + 1.0)).abs() < 1e-6);
+/// ```
 pub fn f(x: Tensor<1>) -> Tensor<1> {
     x.clone().sin() * 2.0 + x.powf_scalar(0.8)
 }
 
 /// A regression data set on the device.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::nadaraya_watson::*;
+///
+/// let device = Device::flex();
+/// let data = Dataset::generate(50, 0, &device);
+/// assert_eq!((data.x_train.dims(), data.x_test.dims(), data.y_truth.dims()), ([50], [50], [50]));
+/// ```
 #[derive(Clone, Debug)]
 pub struct Dataset {
     /// Sorted training inputs, (n_train,).
@@ -75,6 +108,17 @@ impl Dataset {
     /// and sorted, targets with Gaussian noise of standard deviation 0.5,
     /// drawn from a generator seeded with `seed` (the same numbers on every
     /// backend).
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Tensor};
+    /// use d2l_attention::nadaraya_watson::*;
+    ///
+    /// let device = Device::flex();
+    /// let data = Dataset::generate(10, 0, &device);
+    /// let x = data.x_train.try_into_vec_as::<f32>().unwrap();
+    /// assert!(x.windows(2).all(|w| w[0] <= w[1]) && x.iter().all(|v| (0.0..5.0).contains(v)));
+    /// ```
     pub fn generate(n_train: usize, seed: u64, device: &Device) -> Self {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut x: Vec<f32> = (0..n_train).map(|_| rng.random::<f32>() * 5.0).collect();
@@ -87,6 +131,17 @@ impl Dataset {
     }
 
     /// A data set from given training points, with d2l's test inputs.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Tensor};
+    /// use d2l_attention::nadaraya_watson::*;
+    ///
+    /// let device = Device::flex();
+    /// let x = Tensor::<1>::from_floats([1.0, 2.0], &device);
+    /// let data = Dataset::from_parts(x.clone(), x, &device);
+    /// assert_eq!(data.x_test.dims(), [50]);
+    /// ```
     pub fn from_parts(x_train: Tensor<1>, y_train: Tensor<1>, device: &Device) -> Self {
         let x_test: Vec<f32> = (0..50).map(|i| i as f32 * 0.1).collect();
         let x_test = Tensor::<1>::from_floats(x_test.as_slice(), device);
@@ -102,6 +157,16 @@ impl Dataset {
 
 /// The baseline: every prediction is the mean of `y_train` (average
 /// pooling, d2l zh §10.2.2), for `n_test` queries.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::nadaraya_watson::*;
+///
+/// let device = Device::flex();
+/// let y = Tensor::<1>::from_floats([1.0, 2.0, 6.0], &device);
+/// assert_eq!(average_pooling(y, 2).try_into_vec_as::<f32>().unwrap(), [3.0, 3.0]);
+/// ```
 pub fn average_pooling(y_train: Tensor<1>, n_test: usize) -> Tensor<1> {
     y_train.mean().expand([n_test])
 }
@@ -126,6 +191,20 @@ fn check_training_set(x_train: &Tensor<1>, y_train: &Tensor<1>) -> Result<(), Re
 /// # Errors
 /// [`RegressionError`] when the training set is empty or `x_train` and
 /// `y_train` differ in length.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::nadaraya_watson::*;
+///
+/// let device = Device::flex();
+/// let x = Tensor::<1>::from_floats([0.0, 1.0], &device);
+/// let y = Tensor::<1>::from_floats([0.0, 2.0], &device);
+/// // Halfway between the two points, both get weight 1/2.
+/// let (y_hat, weights) = nonparametric_pooling(x, y, Tensor::from_floats([0.5], &device)).unwrap();
+/// assert_eq!(weights.dims(), [1, 2]);
+/// assert!((y_hat.into_scalar::<f32>() - 1.0).abs() < 1e-6);
+/// ```
 pub fn nonparametric_pooling(
     x_train: Tensor<1>,
     y_train: Tensor<1>,
@@ -146,6 +225,15 @@ pub fn nonparametric_pooling(
 
 /// A kernel K(u) of the distance u between a query and a key (d2l en
 /// §11.2.1). The weights are K(x − xᵢ) normalised to sum to one.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::nadaraya_watson::*;
+///
+/// let device = Device::flex();
+/// assert_eq!(Kernel::Gaussian { sigma: 0.5 }.to_string(), "Gaussian (σ = 0.5)");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Kernel {
     /// exp(−u² / (2σ²)); σ = 1 gives d2l zh's kernel.
@@ -175,6 +263,18 @@ impl std::fmt::Display for Kernel {
 
 impl Kernel {
     /// K(u), elementwise.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Tensor};
+    /// use d2l_attention::nadaraya_watson::*;
+    ///
+    /// let device = Device::flex();
+    /// let u = Tensor::<1>::from_floats([0.0, 0.5, 2.0], &device);
+    /// let k = Kernel::Epanechikov.apply(u.clone()).try_into_vec_as::<f32>().unwrap();
+    /// assert_eq!(k, [1.0, 0.5, 0.0]);
+    /// assert_eq!(Kernel::Boxcar.apply(u).try_into_vec_as::<f32>().unwrap(), [1.0, 1.0, 0.0]);
+    /// ```
     pub fn apply<const D: usize>(self, u: Tensor<D>) -> Tensor<D> {
         // ANCHOR: kernels
         match self {
@@ -198,6 +298,21 @@ impl Kernel {
 /// point within distance 1), instead of a NaN prediction;
 /// [`RegressionError::Bandwidth`] for a Gaussian σ that is not finite and
 /// positive; the errors of [`nonparametric_pooling`] for a bad training set.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::nadaraya_watson::*;
+///
+/// let device = Device::flex();
+/// let x = Tensor::<1>::from_floats([0.0, 1.0, 5.0], &device);
+/// let y = Tensor::<1>::from_floats([1.0, 3.0, 9.0], &device);
+/// // A boxcar around 0.2 sees the first two points only.
+/// let (y_hat, weights) = nadaraya_watson(x, y, Tensor::from_floats([0.2], &device), Kernel::Boxcar)
+///     .unwrap();
+/// assert_eq!(weights.dims(), [1, 3]);
+/// assert_eq!(y_hat.into_scalar::<f32>(), 2.0);
+/// ```
 pub fn nadaraya_watson(
     x_train: Tensor<1>,
     y_train: Tensor<1>,
@@ -242,6 +357,20 @@ pub fn nadaraya_watson(
 /// §10.2.4, eq. 10.2.7): score −((q − k)·w)²/2, so `w` acts as an inverse
 /// bandwidth. w = 0 makes every weight equal (average pooling); a larger
 /// |w| makes the weights more local.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::nadaraya_watson::*;
+///
+/// let device = Device::flex();
+/// // w = 0 is average pooling.
+/// let model = NWKernelRegression::new(0.0, &device);
+/// let keys = Tensor::<2>::from_floats([[0.0, 4.0]], &device);
+/// let values = Tensor::<2>::from_floats([[1.0, 3.0]], &device);
+/// let (y_hat, _) = model.forward(Tensor::from_floats([1.0], &device), keys, values);
+/// assert_eq!(y_hat.into_scalar::<f32>(), 2.0);
+/// ```
 #[derive(Module, Debug)]
 pub struct NWKernelRegression {
     /// The learnable scale, shape (1,).
@@ -251,6 +380,15 @@ pub struct NWKernelRegression {
 impl NWKernelRegression {
     /// A model whose `w` starts at `w` (seed notebook `000` draws it from
     /// N(0, 1), d2l zh and the blog from U(0, 1)).
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Tensor};
+    /// use d2l_attention::nadaraya_watson::*;
+    ///
+    /// let device = Device::flex();
+    /// assert_eq!(NWKernelRegression::new(1.5, &device).w(), 1.5);
+    /// ```
     pub fn new(w: f32, device: &Device) -> Self {
         NWKernelRegression {
             w: Param::from_tensor(Tensor::from_floats([w], device)),
@@ -258,14 +396,38 @@ impl NWKernelRegression {
     }
 
     /// The current value of `w`.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Tensor};
+    /// use d2l_attention::nadaraya_watson::*;
+    ///
+    /// let device = Device::flex();
+    /// let model = NWKernelRegression::new(-0.25, &device);
+    /// assert_eq!(model.w(), -0.25);
+    /// ```
     pub fn w(&self) -> f32 {
         self.w.val().into_scalar::<f32>()
     }
 
-    // ANCHOR: parametric_forward
     /// Predictions for `queries` (n,) from `keys` and `values` (n, m), each
     /// query with its own row of keys and values; returns (predictions (n,),
     /// attention weights (n, m)).
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Tensor};
+    /// use d2l_attention::nadaraya_watson::*;
+    ///
+    /// let device = Device::flex();
+    /// let model = NWKernelRegression::new(1.0, &device);
+    /// let keys = Tensor::<2>::from_floats([[0.0, 1.0], [0.0, 1.0]], &device);
+    /// let values = Tensor::<2>::from_floats([[5.0, 7.0], [5.0, 7.0]], &device);
+    /// let (y_hat, weights) = model.forward(Tensor::from_floats([0.5, 0.5], &device), keys, values);
+    /// assert_eq!(weights.dims(), [2, 2]);
+    /// assert_eq!(y_hat.try_into_vec_as::<f32>().unwrap(), [6.0, 6.0]);
+    /// ```
+    // ANCHOR: parametric_forward
     pub fn forward(
         &self,
         queries: Tensor<1>,
@@ -290,6 +452,18 @@ impl NWKernelRegression {
 /// # Errors
 /// [`RegressionError`] when fewer than two points are given or the lengths
 /// differ.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::nadaraya_watson::*;
+///
+/// let device = Device::flex();
+/// let x = Tensor::<1>::from_floats([1.0, 2.0, 3.0], &device);
+/// let (keys, values) = leave_one_out(x.clone(), x).unwrap();
+/// assert_eq!(keys.dims(), [3, 2]);
+/// assert_eq!(values.try_into_vec_as::<f32>().unwrap(), [2.0, 3.0, 1.0, 3.0, 1.0, 2.0]);
+/// ```
 pub fn leave_one_out(
     x_train: Tensor<1>,
     y_train: Tensor<1>,
@@ -317,6 +491,20 @@ pub fn leave_one_out(
 
 /// One epoch of [`train`]: the loss and gradient at the start of the
 /// epoch, and `w` after its SGD step.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::nadaraya_watson::*;
+///
+/// let device = Device::flex();
+/// let device = device.autodiff();
+/// let data = Dataset::generate(20, 0, &device);
+/// let mut logs = Vec::new();
+/// train(NWKernelRegression::new(1.0, &device), data.x_train, data.y_train, 0.1, 2, |l| logs.push(*l))
+///     .unwrap();
+/// assert_eq!(logs.iter().map(|l| l.epoch).collect::<Vec<_>>(), [1, 2]);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EpochLog {
     /// 1-based epoch number.
@@ -337,6 +525,22 @@ pub struct EpochLog {
 /// # Errors
 /// [`RegressionError::Diverged`] when `w` stops being finite (too large a
 /// learning rate); the errors of [`leave_one_out`] for a bad training set.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::nadaraya_watson::*;
+///
+/// let device = Device::flex();
+/// let device = device.autodiff();
+/// let data = Dataset::generate(50, 0, &device);
+/// let mut losses = Vec::new();
+/// let model = NWKernelRegression::new(1.0, &device);
+/// let model = train(model, data.x_train, data.y_train, 0.5, 3, |log| losses.push(log.loss)).unwrap();
+/// // d2l's first steps lower the leave-one-out loss.
+/// assert!(losses[2] < losses[0], "{losses:?}");
+/// assert!(model.w().is_finite());
+/// ```
 pub fn train(
     mut model: NWKernelRegression,
     x_train: Tensor<1>,
@@ -377,6 +581,18 @@ pub fn train(
 ///
 /// # Errors
 /// [`PlotError`] when a prediction is NaN or infinite.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::Device;
+/// use d2l_attention::nadaraya_watson::*;
+///
+/// let data = Dataset::generate(50, 0, &Device::flex());
+/// let y_hat = average_pooling(data.y_train.clone(), 50);
+/// let svg = plot_kernel_reg(&data, y_hat).unwrap();
+/// // 50 training points, drawn as dots.
+/// assert_eq!(svg.as_str().matches("<circle").count(), 50);
+/// ```
 pub fn plot_kernel_reg(data: &Dataset, y_hat: Tensor<1>) -> Result<Svg, PlotError> {
     let x_test = host(&data.x_test);
     plot(
