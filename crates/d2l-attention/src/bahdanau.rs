@@ -13,6 +13,20 @@ use crate::rnn::{StackedGru, StackedGruConfig, XAVIER};
 
 /// Configuration shared by [`Seq2SeqEncoder`] and
 /// [`Seq2SeqAttentionDecoder`] (d2l's constructor arguments).
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Int, Tensor};
+/// use d2l_attention::bahdanau::Seq2SeqConfig;
+///
+/// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
+/// let device = Device::flex();
+/// let config = Seq2SeqConfig::new(10, 8, 16, 2);
+/// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+/// let x = Tensor::<2, Int>::zeros([4, 7], &device);
+/// let state = decoder.init_state(encoder.forward(x.clone()), None);
+/// assert_eq!(decoder.forward(x, state).unwrap().output.dims(), [4, 7, 10]);
+/// ```
 #[derive(Config, Debug)]
 pub struct Seq2SeqConfig {
     /// Number of tokens in the vocabulary.
@@ -30,6 +44,19 @@ pub struct Seq2SeqConfig {
 
 impl Seq2SeqConfig {
     /// The encoder: Embedding, then a [`StackedGru`] (d2l's `Seq2SeqEncoder`).
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Int, Tensor};
+    /// use d2l_attention::bahdanau::Seq2SeqConfig;
+    ///
+    /// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
+    /// let device = Device::flex();
+    /// let config = Seq2SeqConfig::new(10, 8, 16, 2);
+    /// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+    /// let x = Tensor::<2, Int>::zeros([4, 7], &device);
+    /// assert_eq!(encoder.forward(x).outputs.dims(), [4, 7, 16]);
+    /// ```
     pub fn init_encoder(&self, device: &Device) -> Seq2SeqEncoder {
         Seq2SeqEncoder {
             embedding: EmbeddingConfig::new(self.vocab_size, self.embed_size).init(device),
@@ -38,6 +65,20 @@ impl Seq2SeqConfig {
     }
 
     /// The decoder of d2l zh §10.4.2.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Int, Tensor};
+    /// use d2l_attention::bahdanau::Seq2SeqConfig;
+    ///
+    /// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
+    /// let device = Device::flex();
+    /// let config = Seq2SeqConfig::new(10, 8, 16, 2);
+    /// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+    /// let x = Tensor::<2, Int>::zeros([4, 7], &device);
+    /// assert_eq!(decoder.dense.weight.dims(), [16, 10]);
+    /// # let _ = (encoder, x);
+    /// ```
     pub fn init_decoder(&self, device: &Device) -> Seq2SeqAttentionDecoder {
         let h = self.num_hiddens;
         Seq2SeqAttentionDecoder {
@@ -62,6 +103,21 @@ impl Seq2SeqConfig {
 
 /// The encoder of d2l zh §9.7 (en §10.7): it embeds the source tokens and
 /// runs them through a multi-layer GRU.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Int, Tensor};
+/// use d2l_attention::bahdanau::Seq2SeqConfig;
+///
+/// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
+/// let device = Device::flex();
+/// let config = Seq2SeqConfig::new(10, 8, 16, 2);
+/// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+/// let x = Tensor::<2, Int>::zeros([4, 7], &device);
+/// let encoded = encoder.forward(x);
+/// assert_eq!((encoded.outputs.dims(), encoded.state.dims()), ([4, 7, 16], [2, 4, 16]));
+/// # let _ = decoder;
+/// ```
 #[derive(Module, Debug)]
 pub struct Seq2SeqEncoder {
     /// Token embedding, (vocab_size → embed_size).
@@ -71,6 +127,24 @@ pub struct Seq2SeqEncoder {
 }
 
 /// What the encoder returns.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Int, Tensor};
+/// use d2l_attention::bahdanau::Seq2SeqConfig;
+///
+/// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
+/// let device = Device::flex();
+/// let config = Seq2SeqConfig::new(10, 8, 16, 2);
+/// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+/// let x = Tensor::<2, Int>::zeros([4, 7], &device);
+/// let encoded = encoder.forward(x);
+/// // The last step's output is the top layer's final state.
+/// let last = encoded.outputs.clone().narrow(1, 6, 1).reshape([4, 16]);
+/// let top = encoded.state.narrow(0, 1, 1).reshape([4, 16]);
+/// assert_eq!(last.to_data(), top.to_data());
+/// # let _ = decoder;
+/// ```
 #[derive(Clone, Debug)]
 pub struct Encoded {
     /// The last layer's state at every step: (batch_size, num_steps, num_hiddens).
@@ -85,6 +159,20 @@ impl Seq2SeqEncoder {
     ///
     /// # Panics
     /// When `x` has no steps, or an index is not below the vocabulary size.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Int, Tensor};
+    /// use d2l_attention::bahdanau::Seq2SeqConfig;
+    ///
+    /// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
+    /// let device = Device::flex();
+    /// let config = Seq2SeqConfig::new(10, 8, 16, 2);
+    /// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+    /// let x = Tensor::<2, Int>::zeros([4, 7], &device);
+    /// assert_eq!(encoder.forward(x).state.dims(), [2, 4, 16]);
+    /// # let _ = decoder;
+    /// ```
     pub fn forward(&self, x: Tensor<2, Int>) -> Encoded {
         let [batch_size, num_steps] = x.dims();
         assert!(num_steps > 0, "`x` has no steps: {:?}", x.dims());
@@ -104,6 +192,21 @@ impl Seq2SeqEncoder {
 
 /// The decoder's state between calls (d2l's `[enc_outputs, hidden_state,
 /// enc_valid_lens]`).
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Int, Tensor};
+/// use d2l_attention::bahdanau::Seq2SeqConfig;
+///
+/// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
+/// let device = Device::flex();
+/// let config = Seq2SeqConfig::new(10, 8, 16, 2);
+/// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+/// let x = Tensor::<2, Int>::zeros([4, 7], &device);
+/// let lens = Tensor::<1, Int>::from_ints([7, 3, 5, 1], &device);
+/// let state = decoder.init_state(encoder.forward(x), Some(lens));
+/// assert_eq!(state.hidden_state.dims(), [2, 4, 16]);
+/// ```
 #[derive(Clone, Debug)]
 pub struct DecoderState {
     /// The encoder's outputs, the attention's keys and values:
@@ -116,6 +219,21 @@ pub struct DecoderState {
 }
 
 /// What the decoder returns.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Int, Tensor};
+/// use d2l_attention::bahdanau::Seq2SeqConfig;
+///
+/// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
+/// let device = Device::flex();
+/// let config = Seq2SeqConfig::new(10, 8, 16, 2);
+/// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+/// let x = Tensor::<2, Int>::zeros([4, 7], &device);
+/// let state = decoder.init_state(encoder.forward(x.clone()), None);
+/// let decoded = decoder.forward(x, state).unwrap();
+/// assert_eq!(decoded.attention_weights.dims(), [4, 7, 7]);
+/// ```
 #[derive(Clone, Debug)]
 pub struct Decoded {
     /// Scores over the target vocabulary: (batch_size, num_steps, vocab_size).
@@ -130,6 +248,21 @@ pub struct Decoded {
 /// The attention decoder (d2l zh §10.4.2): before each step it attends over
 /// the encoder's outputs with the last layer's previous hidden state as
 /// query, and feeds the context together with the embedded token to the GRU.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Int, Tensor};
+/// use d2l_attention::bahdanau::Seq2SeqConfig;
+///
+/// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
+/// let device = Device::flex();
+/// let config = Seq2SeqConfig::new(10, 8, 16, 2);
+/// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+/// let x = Tensor::<2, Int>::zeros([4, 7], &device);
+/// let state = decoder.init_state(encoder.forward(x.clone()), None);
+/// let decoded = decoder.forward(x, state).unwrap();
+/// assert_eq!(decoded.state.hidden_state.dims(), [2, 4, 16]);
+/// ```
 #[derive(Module, Debug)]
 pub struct Seq2SeqAttentionDecoder {
     /// Additive attention, (num_hiddens, num_hiddens) → num_hiddens.
@@ -145,6 +278,20 @@ pub struct Seq2SeqAttentionDecoder {
 impl Seq2SeqAttentionDecoder {
     /// The first state: the encoder's outputs as keys and values, and its
     /// final state of all layers as the decoder's initial state.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Int, Tensor};
+    /// use d2l_attention::bahdanau::Seq2SeqConfig;
+    ///
+    /// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
+    /// let device = Device::flex();
+    /// let config = Seq2SeqConfig::new(10, 8, 16, 2);
+    /// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+    /// let x = Tensor::<2, Int>::zeros([4, 7], &device);
+    /// let state = decoder.init_state(encoder.forward(x), None);
+    /// assert_eq!(state.enc_outputs.dims(), [4, 7, 16]);
+    /// ```
     pub fn init_state(
         &self,
         encoded: Encoded,
@@ -165,6 +312,24 @@ impl Seq2SeqAttentionDecoder {
     /// encoder's outputs do not fit this decoder or each other, or when
     /// `enc_valid_lens` is malformed (see
     /// [`masked_softmax`](crate::attention_scoring::masked_softmax)).
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Int, Tensor};
+    /// use d2l_attention::bahdanau::Seq2SeqConfig;
+    ///
+    /// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
+    /// let device = Device::flex();
+    /// let config = Seq2SeqConfig::new(10, 8, 16, 2);
+    /// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+    /// let x = Tensor::<2, Int>::zeros([4, 7], &device);
+    /// let lens = Tensor::<1, Int>::from_ints([2, 7, 7, 7], &device);
+    /// let state = decoder.init_state(encoder.forward(x.clone()), Some(lens));
+    /// let weights = decoder.forward(x, state).unwrap().attention_weights;
+    /// // The first sentence has 2 source tokens: no weight past them.
+    /// let row = weights.narrow(0, 0, 1).narrow(1, 0, 1).try_into_vec_as::<f32>().unwrap();
+    /// assert!(row[2..].iter().all(|&w| w == 0.0));
+    /// ```
     // ANCHOR: decoder_forward
     pub fn forward(
         &self,
@@ -256,6 +421,22 @@ impl Seq2SeqAttentionDecoder {
 }
 
 /// An encoder and a decoder trained together (d2l's `EncoderDecoder`).
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Int, Tensor};
+/// use d2l_attention::bahdanau::Seq2SeqConfig;
+///
+/// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
+/// let device = Device::flex();
+/// let config = Seq2SeqConfig::new(10, 8, 16, 2);
+/// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+/// let x = Tensor::<2, Int>::zeros([4, 7], &device);
+/// use d2l_attention::bahdanau::EncoderDecoder;
+///
+/// let model = EncoderDecoder { encoder, decoder };
+/// assert_eq!(model.forward(x.clone(), x, None).unwrap().output.dims(), [4, 7, 10]);
+/// ```
 #[derive(Module, Debug)]
 pub struct EncoderDecoder {
     /// Reads the source sentence.
@@ -271,6 +452,23 @@ impl EncoderDecoder {
     ///
     /// # Errors
     /// As [`Seq2SeqAttentionDecoder::forward`].
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Int, Tensor};
+    /// use d2l_attention::bahdanau::Seq2SeqConfig;
+    ///
+    /// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
+    /// let device = Device::flex();
+    /// let config = Seq2SeqConfig::new(10, 8, 16, 2);
+    /// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+    /// let x = Tensor::<2, Int>::zeros([4, 7], &device);
+    /// use d2l_attention::bahdanau::EncoderDecoder;
+    ///
+    /// let model = EncoderDecoder { encoder, decoder };
+    /// let decoded = model.forward(x.clone(), x, None).unwrap();
+    /// assert_eq!(decoded.attention_weights.dims(), [4, 7, 7]);
+    /// ```
     pub fn forward(
         &self,
         enc_x: Tensor<2, Int>,

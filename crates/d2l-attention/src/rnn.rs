@@ -13,6 +13,17 @@ pub(crate) const XAVIER: Initializer = Initializer::XavierUniform { gain: 1.0 };
 
 /// Configuration of a [`StackedGru`]: torch's `nn.GRU(input_size,
 /// num_hiddens, num_layers, dropout)`.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::rnn::StackedGruConfig;
+///
+/// let device = Device::flex();
+/// // torch's nn.GRU(8, 16, num_layers=2, dropout=0.1).
+/// let gru = StackedGruConfig::new(8, 16, 2).with_dropout(0.1).init(&device);
+/// assert_eq!(gru.layers.len(), 2);
+/// ```
 #[derive(Config, Debug)]
 pub struct StackedGruConfig {
     /// Size of an input vector.
@@ -31,6 +42,18 @@ impl StackedGruConfig {
     ///
     /// # Panics
     /// When `num_layers` is 0.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Tensor};
+    /// use d2l_attention::rnn::StackedGruConfig;
+    ///
+    /// let device = Device::flex();
+    /// let gru = StackedGruConfig::new(8, 16, 2).init(&device);
+    /// // The three gates side by side: input 8 → 3 × 16.
+    /// assert_eq!(gru.layers[0].input.weight.dims(), [8, 48]);
+    /// assert_eq!(gru.layers[1].input.weight.dims(), [16, 48]);
+    /// ```
     pub fn init(&self, device: &Device) -> StackedGru {
         assert!(self.num_layers > 0, "`num_layers` must be at least 1");
         let h = self.num_hiddens;
@@ -55,6 +78,17 @@ impl StackedGruConfig {
 /// One GRU layer with its three gates side by side, as torch stores them:
 /// the reset gate r, the update gate z and the candidate n (d2l zh §9.1).
 /// One product per weight matrix (input and hidden) serves all three gates.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::rnn::StackedGruConfig;
+///
+/// let device = Device::flex();
+/// let layer = &StackedGruConfig::new(3, 5, 1).init(&device).layers[0];
+/// let h = layer.step(Tensor::ones([2, 3], &device), Tensor::zeros([2, 5], &device));
+/// assert_eq!(h.dims(), [2, 5]);
+/// ```
 #[derive(Module, Debug)]
 pub struct GruLayer {
     /// [W_ir W_iz W_in] and their biases, (input_size → 3·num_hiddens).
@@ -74,6 +108,18 @@ impl GruLayer {
     /// # Panics
     /// When `x` or `h` does not fit the layer's sizes, or their batch sizes
     /// differ.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Tensor};
+    /// use d2l_attention::rnn::StackedGruConfig;
+    ///
+    /// let device = Device::flex();
+    /// let layer = &StackedGruConfig::new(3, 5, 1).init(&device).layers[0];
+    /// let h = layer.step(Tensor::ones([2, 3], &device), Tensor::zeros([2, 5], &device));
+    /// // A GRU state is a convex mix of tanh values: inside (-1, 1).
+    /// assert!(h.abs().max().into_scalar::<f32>() < 1.0);
+    /// ```
     pub fn step(&self, x: Tensor<2>, h: Tensor<2>) -> Tensor<2> {
         let d = h.dims()[1];
         let x = self.input.forward(x);
@@ -90,6 +136,18 @@ impl GruLayer {
 /// that the encoder and the decoder feed it alike and no step's input is
 /// cut out of a larger tensor (in burn, the gradient of such a cut is a
 /// zero tensor of the whole size).
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::rnn::StackedGruConfig;
+///
+/// let device = Device::flex();
+/// let gru = StackedGruConfig::new(8, 16, 2).init(&device);
+/// let mut states = gru.zero_states(4, &device);
+/// let top = gru.step(Tensor::ones([4, 8], &device), &mut states);
+/// assert_eq!((top.dims(), states.len()), ([4, 16], 2));
+/// ```
 #[derive(Module, Debug)]
 pub struct StackedGru {
     /// The layers, bottom first.
@@ -104,6 +162,17 @@ impl StackedGru {
     ///
     /// # Panics
     /// When the GRU has no layers.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Tensor};
+    /// use d2l_attention::rnn::StackedGruConfig;
+    ///
+    /// let device = Device::flex();
+    /// let gru = StackedGruConfig::new(8, 16, 2).init(&device);
+    /// let states = gru.zero_states(4, &device);
+    /// assert_eq!(states.iter().map(|s| s.dims()).collect::<Vec<_>>(), [[4, 16], [4, 16]]);
+    /// ```
     pub fn zero_states(&self, batch_size: usize, device: &Device) -> Vec<Tensor<2>> {
         let first = self
             .layers
@@ -123,6 +192,19 @@ impl StackedGru {
     /// When there is not one state per layer, or `x` or a state does not
     /// fit the layers (the encoder and decoder check their inputs before
     /// they get here).
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Tensor};
+    /// use d2l_attention::rnn::StackedGruConfig;
+    ///
+    /// let device = Device::flex();
+    /// let gru = StackedGruConfig::new(8, 16, 2).init(&device);
+    /// let mut states = gru.zero_states(4, &device);
+    /// let top = gru.step(Tensor::ones([4, 8], &device), &mut states);
+    /// // The output is the top layer's new state.
+    /// assert_eq!(top.to_data(), states[1].to_data());
+    /// ```
     pub fn step(&self, x: Tensor<2>, states: &mut [Tensor<2>]) -> Tensor<2> {
         assert_eq!(
             states.len(),
