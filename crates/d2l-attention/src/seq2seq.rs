@@ -28,6 +28,23 @@ use crate::machine_translation::{Batch, NmtData, Vocab, truncate_pad};
 ///
 /// # Panics
 /// When `label` is not (batch_size, num_steps).
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Int, Tensor};
+/// use d2l_attention::seq2seq::masked_softmax_ce_loss;
+///
+/// let device = Device::flex();
+/// // Uniform scores over 4 tokens: each valid step costs ln 4.
+/// let pred = Tensor::<3>::zeros([2, 3, 4], &device);
+/// let label = Tensor::<2, Int>::zeros([2, 3], &device);
+/// let valid_len = Tensor::<1, Int>::from_ints([3, 1], &device);
+/// let loss = masked_softmax_ce_loss(pred, label, valid_len).unwrap();
+/// let loss = loss.try_into_vec_as::<f32>().unwrap();
+/// let ln4 = 4f32.ln();
+/// // Averaged over all 3 steps, padding included (d2l's rule).
+/// assert!((loss[0] - ln4).abs() < 1e-6 && (loss[1] - ln4 / 3.0).abs() < 1e-6);
+/// ```
 // ANCHOR: masked_ce
 pub fn masked_softmax_ce_loss(
     pred: Tensor<3>,
@@ -51,7 +68,7 @@ pub fn masked_softmax_ce_loss(
 }
 // ANCHOR_END: masked_ce
 
-// ANCHOR: grad_clipping
+// ANCHOR: grad_clipping_visitors
 /// Adds up the squared entries of every parameter's gradient.
 struct SquaredNorm<'a> {
     grads: &'a GradientsParams,
@@ -84,12 +101,33 @@ impl ModuleVisitor for Scale<'_> {
     }
 }
 
+// ANCHOR_END: grad_clipping_visitors
+
 /// Rescales `grads` so that their norm over **all** parameters of `model`
 /// together is at most `theta` (d2l zh §8.5.5, `grad_clipping`; burn's
 /// own clipping works per parameter). Returns the norm before clipping.
 ///
 /// # Panics
 /// When `theta` is not a positive number.
+///
+/// # Examples
+/// ```
+/// use burn::module::Module;
+/// use burn::nn::LinearConfig;
+/// use burn::optim::GradientsParams;
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::seq2seq::grad_clipping;
+///
+/// let device = Device::flex().autodiff();
+/// let layer = LinearConfig::new(3, 2).init(&device);
+/// let loss = layer.forward(Tensor::<2>::ones([4, 3], &device) * 100.0).sum();
+/// let mut grads = GradientsParams::from_grads(loss.backward(), &layer);
+/// let norm = grad_clipping(&layer, &mut grads, 1.0);
+/// assert!(norm > 1.0);
+/// // Clipped: the norm is now 1.
+/// assert!((grad_clipping(&layer, &mut grads, 1.0) - 1.0).abs() < 1e-4);
+/// ```
+// ANCHOR: grad_clipping
 pub fn grad_clipping<M: Module>(model: &M, grads: &mut GradientsParams, theta: f64) -> f64 {
     assert!(theta > 0.0, "`theta` must be positive, got {theta}");
     let mut squares = SquaredNorm { grads, total: None };
@@ -106,6 +144,14 @@ pub fn grad_clipping<M: Module>(model: &M, grads: &mut GradientsParams, theta: f
 // ANCHOR_END: grad_clipping
 
 /// Why training or translating could not go on.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::seq2seq::{Seq2SeqError, TrainConfig};
+///
+/// let err = TrainConfig::new().with_lr(-1.0).check().unwrap_err();
+/// assert!(matches!(err, Seq2SeqError::Invalid { arg: "lr", .. }));
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum Seq2SeqError {
     /// An argument or setting is out of range.
@@ -135,6 +181,15 @@ pub enum Seq2SeqError {
 }
 
 /// The training settings of d2l zh §10.4.3.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::seq2seq::TrainConfig;
+///
+/// // d2l's settings: lr 0.005, 250 epochs, batches of 64, clipping at 1.
+/// let config = TrainConfig::new();
+/// assert_eq!((config.lr, config.num_epochs, config.batch_size, config.clip_norm), (0.005, 250, 64, 1.0));
+/// ```
 #[derive(Config, Debug)]
 pub struct TrainConfig {
     /// Adam's learning rate.
@@ -160,6 +215,15 @@ impl TrainConfig {
     /// # Errors
     /// [`Seq2SeqError::Invalid`] naming a learning rate or clipping norm
     /// that is not a positive number, or a batch size or epoch count of 0.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::seq2seq::TrainConfig;
+    ///
+    /// assert!(TrainConfig::new().check().is_ok());
+    /// let err = TrainConfig::new().with_batch_size(0).check().unwrap_err();
+    /// assert!(err.to_string().contains("`batch_size`"));
+    /// ```
     pub fn check(&self) -> Result<(), Seq2SeqError> {
         let invalid = |arg, reason: &str| {
             Err(Seq2SeqError::Invalid {
@@ -184,6 +248,28 @@ impl TrainConfig {
 }
 
 /// What one epoch of training did.
+///
+/// # Examples
+/// ```
+/// # use burn::tensor::Device;
+/// # use d2l_attention::bahdanau::{EncoderDecoder, Seq2SeqConfig};
+/// # use d2l_attention::machine_translation::NmtData;
+/// // Four sentence pairs, sentences of at most 5 tokens, a small model.
+/// let data = NmtData::new(&"go .\tva !\nhi .\tsalut !\n".repeat(2), 5, 4).unwrap();
+/// let device = Device::flex().autodiff();
+/// # let config = |v| Seq2SeqConfig::new(v, 4, 8, 1);
+/// let model = EncoderDecoder {
+///     encoder: config(data.src_vocab.len()).init_encoder(&device),
+///     decoder: config(data.tgt_vocab.len()).init_decoder(&device),
+/// };
+/// use d2l_attention::seq2seq::{TrainConfig, train_seq2seq};
+///
+/// let mut epochs = Vec::new();
+/// let config = TrainConfig::new().with_num_epochs(2).with_batch_size(2);
+/// train_seq2seq(model, &data, &config, &device, |e| epochs.push(e)).unwrap();
+/// assert_eq!(epochs.iter().map(|e| e.epoch).collect::<Vec<_>>(), [1, 2]);
+/// assert!(epochs[1].tokens > epochs[0].tokens);
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Epoch {
     /// The epoch (1-based).
@@ -199,17 +285,70 @@ pub struct Epoch {
 
 impl Epoch {
     /// Target tokens trained on per second.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::seq2seq::Epoch;
+    ///
+    /// let epoch = Epoch { epoch: 1, loss: 0.5, tokens: 1000, seconds: 2.0 };
+    /// assert_eq!(epoch.tokens_per_sec(), 500.0);
+    /// ```
     pub fn tokens_per_sec(&self) -> f64 {
         self.tokens as f64 / self.seconds
     }
 }
 
 /// Adam with torch's defaults (burn's ε is 1e-5, torch's 1e-8).
+///
+/// # Examples
+/// ```
+/// # use burn::tensor::Device;
+/// # use d2l_attention::bahdanau::{EncoderDecoder, Seq2SeqConfig};
+/// # use d2l_attention::machine_translation::NmtData;
+/// // Four sentence pairs, sentences of at most 5 tokens, a small model.
+/// let data = NmtData::new(&"go .\tva !\nhi .\tsalut !\n".repeat(2), 5, 4).unwrap();
+/// let device = Device::flex().autodiff();
+/// # let config = |v| Seq2SeqConfig::new(v, 4, 8, 1);
+/// let model = EncoderDecoder {
+///     encoder: config(data.src_vocab.len()).init_encoder(&device),
+///     decoder: config(data.tgt_vocab.len()).init_decoder(&device),
+/// };
+/// use d2l_attention::seq2seq::{TrainConfig, adam, train_batch};
+///
+/// let mut optimizer = adam();
+/// let batch = data.batches(4, 0, &device).remove(0);
+/// let bos = data.tgt_vocab.index("<bos>") as i64;
+/// let step = train_batch(model, &mut optimizer, batch, bos, &TrainConfig::new()).unwrap();
+/// assert!(step.loss_sum > 0.0);
+/// ```
 pub fn adam() -> ModuleOptimizer {
     AdamConfig::new().with_epsilon(1e-8).init()
 }
 
 /// What one training step returns.
+///
+/// # Examples
+/// ```
+/// # use burn::tensor::Device;
+/// # use d2l_attention::bahdanau::{EncoderDecoder, Seq2SeqConfig};
+/// # use d2l_attention::machine_translation::NmtData;
+/// // Four sentence pairs, sentences of at most 5 tokens, a small model.
+/// let data = NmtData::new(&"go .\tva !\nhi .\tsalut !\n".repeat(2), 5, 4).unwrap();
+/// let device = Device::flex().autodiff();
+/// # let config = |v| Seq2SeqConfig::new(v, 4, 8, 1);
+/// let model = EncoderDecoder {
+///     encoder: config(data.src_vocab.len()).init_encoder(&device),
+///     decoder: config(data.tgt_vocab.len()).init_decoder(&device),
+/// };
+/// use d2l_attention::seq2seq::{TrainConfig, adam, train_batch};
+///
+/// let batch = data.batches(4, 0, &device).remove(0);
+/// let bos = data.tgt_vocab.index("<bos>") as i64;
+/// let step = train_batch(model, &mut adam(), batch, bos, &TrainConfig::new()).unwrap();
+/// // Four targets of 2 tokens plus <eos>.
+/// assert_eq!(step.num_tokens, 12);
+/// assert!(step.grad_norm > 0.0);
+/// ```
 pub struct Step {
     /// The model after the update.
     pub model: EncoderDecoder,
@@ -232,6 +371,30 @@ pub struct Step {
 /// device; [`Seq2SeqError::Invalid`] for bad settings (see
 /// [`TrainConfig::check`]) or targets without steps;
 /// [`Seq2SeqError::Attention`] when the batch does not fit the model.
+///
+/// # Examples
+/// ```
+/// # use burn::tensor::Device;
+/// # use d2l_attention::bahdanau::{EncoderDecoder, Seq2SeqConfig};
+/// # use d2l_attention::machine_translation::NmtData;
+/// // Four sentence pairs, sentences of at most 5 tokens, a small model.
+/// let data = NmtData::new(&"go .\tva !\nhi .\tsalut !\n".repeat(2), 5, 4).unwrap();
+/// let device = Device::flex().autodiff();
+/// # let config = |v| Seq2SeqConfig::new(v, 4, 8, 1);
+/// let model = EncoderDecoder {
+///     encoder: config(data.src_vocab.len()).init_encoder(&device),
+///     decoder: config(data.tgt_vocab.len()).init_decoder(&device),
+/// };
+/// use d2l_attention::seq2seq::{TrainConfig, adam, train_batch};
+///
+/// let mut optimizer = adam();
+/// let bos = data.tgt_vocab.index("<bos>") as i64;
+/// let batch = data.batches(4, 0, &device).remove(0);
+/// let first = train_batch(model, &mut optimizer, batch.clone(), bos, &TrainConfig::new()).unwrap();
+/// let second = train_batch(first.model, &mut optimizer, batch, bos, &TrainConfig::new()).unwrap();
+/// // One Adam step on the same batch lowers its loss.
+/// assert!(second.loss_sum < first.loss_sum);
+/// ```
 // ANCHOR: train_batch
 pub fn train_batch(
     model: EncoderDecoder,
@@ -312,6 +475,27 @@ fn check_training(
 /// # Errors
 /// As [`train_batch`], and [`Seq2SeqError::Diverged`] when the loss is no
 /// longer finite.
+///
+/// # Examples
+/// ```
+/// # use burn::tensor::Device;
+/// # use d2l_attention::bahdanau::{EncoderDecoder, Seq2SeqConfig};
+/// # use d2l_attention::machine_translation::NmtData;
+/// // Four sentence pairs, sentences of at most 5 tokens, a small model.
+/// let data = NmtData::new(&"go .\tva !\nhi .\tsalut !\n".repeat(2), 5, 4).unwrap();
+/// let device = Device::flex().autodiff();
+/// # let config = |v| Seq2SeqConfig::new(v, 4, 8, 1);
+/// let model = EncoderDecoder {
+///     encoder: config(data.src_vocab.len()).init_encoder(&device),
+///     decoder: config(data.tgt_vocab.len()).init_decoder(&device),
+/// };
+/// use d2l_attention::seq2seq::{TrainConfig, train_seq2seq};
+///
+/// let mut losses = Vec::new();
+/// let config = TrainConfig::new().with_num_epochs(20).with_batch_size(4).with_lr(0.05);
+/// train_seq2seq(model, &data, &config, &device, |e| losses.push(e.loss)).unwrap();
+/// assert!(losses[19] < losses[0] / 2.0, "{losses:?}");
+/// ```
 // ANCHOR: train_seq2seq
 pub fn train_seq2seq(
     mut model: EncoderDecoder,
@@ -351,6 +535,29 @@ pub fn train_seq2seq(
 // ANCHOR_END: train_seq2seq
 
 /// A translation and where the decoder looked while writing it.
+///
+/// # Examples
+/// ```
+/// # use burn::tensor::Device;
+/// # use d2l_attention::bahdanau::{EncoderDecoder, Seq2SeqConfig};
+/// # use d2l_attention::machine_translation::NmtData;
+/// // Four sentence pairs, sentences of at most 5 tokens, a small model.
+/// let data = NmtData::new(&"go .\tva !\nhi .\tsalut !\n".repeat(2), 5, 4).unwrap();
+/// let device = Device::flex().autodiff();
+/// # let config = |v| Seq2SeqConfig::new(v, 4, 8, 1);
+/// let model = EncoderDecoder {
+///     encoder: config(data.src_vocab.len()).init_encoder(&device),
+///     decoder: config(data.tgt_vocab.len()).init_decoder(&device),
+/// };
+/// use burn::module::Module;
+/// use d2l_attention::seq2seq::predict_seq2seq;
+///
+/// let model = model.valid();
+/// let device = Device::flex();
+/// let t = predict_seq2seq(&model, "go .", &data.src_vocab, &data.tgt_vocab, 5, &device).unwrap();
+/// // One row of weights per step written, over the 5 source positions.
+/// assert_eq!(t.attention_weights.dims()[1], 5);
+/// ```
 #[derive(Clone, Debug)]
 pub struct Translation {
     /// The predicted target tokens, space-separated, without `<eos>`.
@@ -374,6 +581,29 @@ pub struct Translation {
 /// [`Seq2SeqError::Invalid`] when `num_steps` is 0 or a vocabulary is
 /// larger than the model's (`src_vocab` than the encoder's embedding,
 /// `tgt_vocab` than the decoder's output layer).
+///
+/// # Examples
+/// ```
+/// # use burn::tensor::Device;
+/// # use d2l_attention::bahdanau::{EncoderDecoder, Seq2SeqConfig};
+/// # use d2l_attention::machine_translation::NmtData;
+/// // Four sentence pairs, sentences of at most 5 tokens, a small model.
+/// let data = NmtData::new(&"go .\tva !\nhi .\tsalut !\n".repeat(2), 5, 4).unwrap();
+/// let device = Device::flex().autodiff();
+/// # let config = |v| Seq2SeqConfig::new(v, 4, 8, 1);
+/// let model = EncoderDecoder {
+///     encoder: config(data.src_vocab.len()).init_encoder(&device),
+///     decoder: config(data.tgt_vocab.len()).init_decoder(&device),
+/// };
+/// use burn::module::Module;
+/// use d2l_attention::seq2seq::{TrainConfig, predict_seq2seq, train_seq2seq};
+///
+/// let config = TrainConfig::new().with_num_epochs(60).with_batch_size(4).with_lr(0.05);
+/// let model = train_seq2seq(model, &data, &config, &device, |_| {}).unwrap().valid();
+/// let device = Device::flex();
+/// let t = predict_seq2seq(&model, "hi .", &data.src_vocab, &data.tgt_vocab, 5, &device).unwrap();
+/// assert_eq!(t.text, "salut !");
+/// ```
 // ANCHOR: predict
 pub fn predict_seq2seq(
     model: &EncoderDecoder,
@@ -457,6 +687,30 @@ fn check_vocabs(
 ///
 /// # Errors
 /// When the folder cannot be created or the file written.
+///
+/// # Examples
+/// ```
+/// # use burn::tensor::Device;
+/// # use d2l_attention::bahdanau::{EncoderDecoder, Seq2SeqConfig};
+/// # use d2l_attention::machine_translation::NmtData;
+/// // Four sentence pairs, sentences of at most 5 tokens, a small model.
+/// let data = NmtData::new(&"go .\tva !\nhi .\tsalut !\n".repeat(2), 5, 4).unwrap();
+/// let device = Device::flex().autodiff();
+/// # let config = |v| Seq2SeqConfig::new(v, 4, 8, 1);
+/// let model = EncoderDecoder {
+///     encoder: config(data.src_vocab.len()).init_encoder(&device),
+///     decoder: config(data.tgt_vocab.len()).init_decoder(&device),
+/// };
+/// use d2l_attention::seq2seq::save_model;
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("models").join("tiny.bpk");
+/// save_model(&model, &path).unwrap();
+/// assert!(std::fs::metadata(&path).unwrap().len() > 0);
+/// // It loads back into a model of the same configuration.
+/// use burn::module::Module;
+/// assert!(model.try_load_file(&path).is_ok());
+/// ```
 pub fn save_model(model: &EncoderDecoder, path: &Path) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)
