@@ -9,6 +9,14 @@ use sha1::{Digest, Sha1};
 use crate::files::write_atomic;
 
 /// A downloadable zip and its SHA-1.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::machine_translation::*;
+///
+/// assert!(FRA_ENG.url.ends_with("fra-eng.zip"));
+/// assert_eq!(FRA_ENG.sha1.len(), 40);
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Source {
     /// Where to download it.
@@ -18,17 +26,49 @@ pub struct Source {
 }
 
 /// d2l's copy of the corpus.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::machine_translation::*;
+///
+/// assert_eq!(FRA_ENG.sha1, "94646ad1522d915e7b0f9296181140edcf86a4f5");
+/// ```
 pub const FRA_ENG: Source = Source {
     url: "http://d2l-data.s3-accelerate.amazonaws.com/fra-eng.zip",
     sha1: "94646ad1522d915e7b0f9296181140edcf86a4f5",
 };
 /// The zip member holding the sentence pairs.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::machine_translation::*;
+///
+/// assert!(FRA_ENG_MEMBER.ends_with("/fra.txt"));
+/// ```
 pub const FRA_ENG_MEMBER: &str = "fra-eng/fra.txt";
 /// The environment variable naming a folder (holding `fra.txt` or
 /// `fra-eng.zip`) or one of those files.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::machine_translation::*;
+///
+/// assert_eq!(DATA_DIR_ENV, "D2L_DATA_DIR");
+/// ```
 pub const DATA_DIR_ENV: &str = "D2L_DATA_DIR";
 
 /// Why the corpus could not be had.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::machine_translation::*;
+///
+/// let cache = tempfile::tempdir().unwrap();
+/// let typo = std::path::Path::new("no/such/fra-eng");
+/// let err = locate_fra_eng(Some(typo), cache.path(), FRA_ENG).unwrap_err();
+/// assert!(matches!(err, DataError::MissingPath { .. }));
+/// assert!(err.to_string().contains("no/such/fra-eng"));
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
     /// Nothing found and no download possible.
@@ -120,6 +160,13 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> DataError + '_ {
 }
 
 /// The per-user cache folder the corpus is kept in after a download.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::machine_translation::*;
+///
+/// assert!(cache_dir().ends_with("d2l-attention/fra-eng"));
+/// ```
 pub fn cache_dir() -> PathBuf {
     dirs::cache_dir()
         .unwrap_or_else(std::env::temp_dir)
@@ -133,6 +180,16 @@ pub fn cache_dir() -> PathBuf {
 ///
 /// # Errors
 /// See [`locate_fra_eng`] and [`read_corpus`].
+///
+/// # Examples
+/// ```
+/// use d2l_attention::machine_translation::*;
+///
+/// // A folder holding a fra.txt, as D2L_DATA_DIR may name.
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(dir.path().join("fra.txt"), "Go.\tVa !\n").unwrap();
+/// assert_eq!(load_fra_eng(Some(dir.path())).unwrap(), "Go.\tVa !\n");
+/// ```
 pub fn load_fra_eng(explicit: Option<&Path>) -> Result<String, DataError> {
     let from_env = std::env::var_os(DATA_DIR_ENV).map(PathBuf::from);
     read_corpus(&locate_fra_eng(
@@ -157,6 +214,18 @@ pub fn load_fra_eng(explicit: Option<&Path>) -> Result<String, DataError> {
 /// cache). Files are written
 /// atomically and a download is kept only once verified, so nothing
 /// half-written is ever reused.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::machine_translation::*;
+///
+/// // A folder holding a fra.txt, as D2L_DATA_DIR may name.
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(dir.path().join("fra.txt"), "Go.\tVa !\n").unwrap();
+/// let cache = tempfile::tempdir().unwrap();
+/// let found = locate_fra_eng(Some(dir.path()), cache.path(), FRA_ENG).unwrap();
+/// assert_eq!(found, dir.path().join("fra.txt"));
+/// ```
 pub fn locate_fra_eng(
     explicit: Option<&Path>,
     cache: &Path,
@@ -240,6 +309,29 @@ fn check_sha1(bytes: &[u8], expected: &'static str, path: &Path) -> Result<(), D
 ///
 /// # Errors
 /// See [`locate_fra_eng`].
+///
+/// # Examples
+/// ```
+/// use std::io::Write;
+/// use d2l_attention::machine_translation::*;
+/// use sha1::{Digest, Sha1};
+///
+/// // A zip holding fra-eng/fra.txt, and its SHA-1.
+/// let dir = tempfile::tempdir().unwrap();
+/// let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+/// let stored = zip::write::SimpleFileOptions::default()
+///     .compression_method(zip::CompressionMethod::Stored);
+/// zip.start_file(FRA_ENG_MEMBER, stored).unwrap();
+/// zip.write_all(b"Go.\tVa !\n").unwrap();
+/// let bytes = zip.finish().unwrap().into_inner();
+/// std::fs::write(dir.path().join("fra-eng.zip"), &bytes).unwrap();
+/// let sha1: &'static str = format!("{:x}", Sha1::digest(&bytes)).leak();
+/// let fra = extract_fra_eng(&dir.path().join("fra-eng.zip"), sha1, dir.path()).unwrap();
+/// assert_eq!(std::fs::read_to_string(fra).unwrap(), "Go.\tVa !\n");
+/// // A wrong checksum is refused.
+/// let bad = "0000000000000000000000000000000000000000";
+/// assert!(extract_fra_eng(&dir.path().join("fra-eng.zip"), bad, dir.path()).is_err());
+/// ```
 pub fn extract_fra_eng(
     zip: &Path,
     sha1: &'static str,
@@ -300,6 +392,16 @@ fn read_member(reader: impl Read + Seek, path: &Path) -> Result<Vec<u8>, DataErr
 /// # Errors
 /// [`DataError::NotUtf8`] with the offset of the first bad byte, or
 /// [`DataError::Io`].
+///
+/// # Examples
+/// ```
+/// use d2l_attention::machine_translation::*;
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("fra.txt");
+/// std::fs::write(&path, "Go.\tVa !\r\n").unwrap();
+/// assert_eq!(read_corpus(&path).unwrap(), "Go.\tVa !\n");
+/// ```
 pub fn read_corpus(path: &Path) -> Result<String, DataError> {
     let bytes = fs::read(path).map_err(io_err(path))?;
     let text = String::from_utf8(bytes).map_err(|e| DataError::NotUtf8 {

@@ -24,6 +24,13 @@ use rand::{SeedableRng, rngs::StdRng};
 /// d2l does, so that `"Recule\u{2009}!"` tokenises as `recule !` rather
 /// than `recule\u{2009} !`. Apply it before [`preprocess_nmt`] (or
 /// [`NmtData::new`]) for the normalised form of the corpus.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::machine_translation::*;
+///
+/// assert_eq!(normalize_spaces("Recule\u{2009}!"), "Recule !");
+/// ```
 pub fn normalize_spaces(text: &str) -> String {
     text.chars()
         .map(|c| {
@@ -40,6 +47,13 @@ pub fn normalize_spaces(text: &str) -> String {
 /// and other spaces are left alone, as d2l does), letters are lowercased,
 /// and a space is inserted before `,` `.` `!` `?` not already preceded by
 /// one. `"Ça alors\u{202f}!"` becomes `"ça alors !"`.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::machine_translation::*;
+///
+/// assert_eq!(preprocess_nmt("Go.\tVa !"), "go .\tva !");
+/// ```
 pub fn preprocess_nmt(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 8);
     let mut previous: Option<char> = None;
@@ -59,6 +73,14 @@ pub fn preprocess_nmt(text: &str) -> String {
 }
 
 /// Tokenised sentence pairs.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::machine_translation::*;
+///
+/// let pairs = tokenize_nmt("go .\tva !\nno tab\n", None);
+/// assert_eq!((pairs.source.len(), pairs.skipped), (1, 1));
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Pairs {
     /// Source (English) sentences, as tokens.
@@ -78,6 +100,14 @@ pub struct Pairs {
 /// d2l's own `tokenize_nmt(text, 600)` returns 601 pairs (it stops after
 /// line index 600, not before it); this function returns exactly
 /// `num_examples`.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::machine_translation::*;
+///
+/// let pairs = tokenize_nmt("go .\tva !\nhi .\tsalut !\n", Some(1));
+/// assert_eq!(pairs.target, [["va", "!"]]);
+/// ```
 pub fn tokenize_nmt(text: &str, num_examples: Option<usize>) -> Pairs {
     let mut pairs = Pairs::default();
     let limit = num_examples.unwrap_or(usize::MAX);
@@ -105,6 +135,17 @@ pub fn tokenize_nmt(text: &str, num_examples: Option<usize>) -> Pairs {
 /// A vocabulary (d2l zh §8.2.3): `<unk>` is 0, then the reserved tokens in
 /// order, then every token seen at least `min_freq` times, by descending
 /// frequency; ties keep the order of first appearance in the corpus.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::machine_translation::*;
+///
+/// let lines = tokenize_nmt("go .\tva !\ngo away .\tva-t'en !\n", None).source;
+/// let vocab = Vocab::new(&lines, 2, &["<pad>", "<bos>", "<eos>"]);
+/// // <unk>, the reserved tokens, then "go" and "." (seen twice); "away" is not.
+/// assert_eq!(vocab.len(), 6);
+/// assert_eq!(vocab.index("away"), 0);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Vocab {
     idx_to_token: Vec<String>,
@@ -113,6 +154,15 @@ pub struct Vocab {
 
 impl Vocab {
     /// Builds a vocabulary from tokenised lines.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::machine_translation::*;
+    ///
+    /// let lines = tokenize_nmt("go .\tva !\ngo away .\tva-t'en !\n", None).source;
+    /// let vocab = Vocab::new(&lines, 2, &["<pad>", "<bos>", "<eos>"]);
+    /// assert_eq!((vocab.token(0), vocab.token(1)), ("<unk>", "<pad>"));
+    /// ```
     pub fn new(lines: &[Vec<String>], min_freq: usize, reserved: &[&str]) -> Self {
         let mut counts: Vec<(&str, usize)> = Vec::new();
         let mut position: HashMap<&str, usize> = HashMap::new();
@@ -148,21 +198,59 @@ impl Vocab {
     }
 
     /// The number of tokens.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::machine_translation::*;
+    ///
+    /// let lines = tokenize_nmt("go .\tva !\ngo away .\tva-t'en !\n", None).source;
+    /// let vocab = Vocab::new(&lines, 2, &["<pad>", "<bos>", "<eos>"]);
+    /// assert_eq!(vocab.len(), 6);
+    /// ```
     pub fn len(&self) -> usize {
         self.idx_to_token.len()
     }
 
     /// Whether it is empty (never: `<unk>` is always there).
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::machine_translation::*;
+    ///
+    /// let lines = tokenize_nmt("go .\tva !\ngo away .\tva-t'en !\n", None).source;
+    /// let vocab = Vocab::new(&lines, 2, &["<pad>", "<bos>", "<eos>"]);
+    /// assert!(!vocab.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.idx_to_token.is_empty()
     }
 
     /// The index of `token`, or that of `<unk>` (0).
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::machine_translation::*;
+    ///
+    /// let lines = tokenize_nmt("go .\tva !\ngo away .\tva-t'en !\n", None).source;
+    /// let vocab = Vocab::new(&lines, 2, &["<pad>", "<bos>", "<eos>"]);
+    /// assert_eq!(vocab.index("<pad>"), 1);
+    /// assert_eq!(vocab.index("never seen"), 0);
+    /// ```
     pub fn index(&self, token: &str) -> usize {
         self.token_to_idx.get(token).copied().unwrap_or(0)
     }
 
     /// The token at `index`, or `<unk>` when out of range.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::machine_translation::*;
+    ///
+    /// let lines = tokenize_nmt("go .\tva !\ngo away .\tva-t'en !\n", None).source;
+    /// let vocab = Vocab::new(&lines, 2, &["<pad>", "<bos>", "<eos>"]);
+    /// assert_eq!(vocab.token(vocab.index("go")), "go");
+    /// assert_eq!(vocab.token(99), "<unk>");
+    /// ```
     pub fn token(&self, index: usize) -> &str {
         self.idx_to_token.get(index).map_or("<unk>", String::as_str)
     }
@@ -170,6 +258,14 @@ impl Vocab {
 
 /// d2l's `truncate_pad`: cuts `line` to `num_steps` or pads it with
 /// `padding` to that length.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::machine_translation::*;
+///
+/// assert_eq!(truncate_pad(&[5, 6], 4, 1), [5, 6, 1, 1]);
+/// assert_eq!(truncate_pad(&[5, 6, 7], 2, 1), [5, 6]);
+/// ```
 pub fn truncate_pad(line: &[usize], num_steps: usize, padding: usize) -> Vec<usize> {
     let mut out: Vec<usize> = line.iter().copied().take(num_steps).collect();
     out.resize(num_steps, padding);
@@ -179,6 +275,18 @@ pub fn truncate_pad(line: &[usize], num_steps: usize, padding: usize) -> Vec<usi
 /// d2l's `build_array_nmt`: each line as indices with `<eos>` appended,
 /// truncated or padded to `num_steps`; returns the flat (lines × num_steps)
 /// indices and each line's valid length (its tokens that are not `<pad>`).
+///
+/// # Examples
+/// ```
+/// use d2l_attention::machine_translation::*;
+///
+/// let lines = tokenize_nmt("go .\tva !\n", None).source;
+/// let vocab = Vocab::new(&lines, 1, &["<pad>", "<bos>", "<eos>"]);
+/// let (array, valid_lens) = build_array_nmt(&lines, &vocab, 4);
+/// // go . <eos> <pad>: three valid tokens.
+/// assert_eq!(valid_lens, [3]);
+/// assert_eq!(array[2], vocab.index("<eos>") as i64);
+/// ```
 pub fn build_array_nmt(
     lines: &[Vec<String>],
     vocab: &Vocab,
@@ -197,6 +305,17 @@ pub fn build_array_nmt(
 }
 
 /// One mini-batch of translation pairs.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::Device;
+/// use d2l_attention::machine_translation::*;
+///
+/// let text = "go .\tva !\nhi .\tsalut !\n".repeat(3);
+/// let data = NmtData::new(&text, 5, 6).unwrap();
+/// let batch = &data.batches(4, 0, &Device::flex())[0];
+/// assert_eq!((batch.x.dims(), batch.y.dims(), batch.y_valid_len.dims()), ([4, 5], [4, 5], [4]));
+/// ```
 #[derive(Clone, Debug)]
 pub struct Batch {
     /// Source indices, (batch_size, num_steps).
@@ -210,6 +329,16 @@ pub struct Batch {
 }
 
 /// The translation data of d2l's `load_data_nmt`, ready to be batched.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::Device;
+/// use d2l_attention::machine_translation::*;
+///
+/// let text = "go .\tva !\nhi .\tsalut !\n".repeat(3);
+/// let data = NmtData::new(&text, 5, 6).unwrap();
+/// assert_eq!((data.len(), data.src_vocab.len(), data.tgt_vocab.len()), (6, 7, 7));
+/// ```
 #[derive(Clone, Debug)]
 pub struct NmtData {
     /// The source vocabulary.
@@ -229,6 +358,18 @@ impl NmtData {
     /// # Errors
     /// [`DataError::NoPairs`] when no line holds a pair (a file of another
     /// format, such as an HTML error page or a three-column export).
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::Device;
+    /// use d2l_attention::machine_translation::*;
+    ///
+    /// let text = "go .\tva !\nhi .\tsalut !\n".repeat(3);
+    /// let data = NmtData::new(&text, 5, 6).unwrap();
+    /// assert_eq!(data.len(), 6);
+    /// // A file of another format is an error.
+    /// assert!(NmtData::new("<html>not a corpus</html>", 5, 6).is_err());
+    /// ```
     pub fn new(text: &str, num_steps: usize, num_examples: usize) -> Result<Self, DataError> {
         let pairs = tokenize_nmt(&preprocess_nmt(text), Some(num_examples));
         if pairs.source.is_empty() {
@@ -251,11 +392,31 @@ impl NmtData {
     }
 
     /// The number of sentence pairs.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::Device;
+    /// use d2l_attention::machine_translation::*;
+    ///
+    /// let text = "go .\tva !\nhi .\tsalut !\n".repeat(3);
+    /// let data = NmtData::new(&text, 5, 6).unwrap();
+    /// assert_eq!(data.len(), 6);
+    /// ```
     pub fn len(&self) -> usize {
         self.source.1.len()
     }
 
     /// Whether there are no pairs.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::Device;
+    /// use d2l_attention::machine_translation::*;
+    ///
+    /// let text = "go .\tva !\nhi .\tsalut !\n".repeat(3);
+    /// let data = NmtData::new(&text, 5, 6).unwrap();
+    /// assert!(!data.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -266,6 +427,18 @@ impl NmtData {
     ///
     /// # Panics
     /// When `batch_size` is 0.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::Device;
+    /// use d2l_attention::machine_translation::*;
+    ///
+    /// let text = "go .\tva !\nhi .\tsalut !\n".repeat(3);
+    /// let data = NmtData::new(&text, 5, 6).unwrap();
+    /// let batches = data.batches(4, 0, &Device::flex());
+    /// // Six pairs: a batch of 4, then one of 2.
+    /// assert_eq!(batches.iter().map(|b| b.x.dims()[0]).collect::<Vec<_>>(), [4, 2]);
+    /// ```
     pub fn batches(&self, batch_size: usize, seed: u64, device: &Device) -> Vec<Batch> {
         assert!(batch_size > 0, "`batch_size` must be at least 1");
         let mut order: Vec<usize> = (0..self.len()).collect();
@@ -302,6 +475,16 @@ impl NmtData {
 /// exp(min(0, 1 − len_label/len_pred)) times, for n = 1 ..= min(k,
 /// len_pred), the n-gram precision raised to 1/2ⁿ. Sequences are
 /// space-separated tokens; an empty prediction scores 0.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::machine_translation::*;
+///
+/// assert_eq!(bleu("il est calme .", "il est calme .", 2), 1.0);
+/// // One wrong word of four: one bigram match out of three.
+/// let score = bleu("il est bon .", "il est calme .", 2);
+/// assert!((score - 0.658).abs() < 1e-3);
+/// ```
 pub fn bleu(pred_seq: &str, label_seq: &str, k: usize) -> f64 {
     let pred: Vec<&str> = pred_seq.split_whitespace().collect();
     let label: Vec<&str> = label_seq.split_whitespace().collect();
