@@ -180,7 +180,7 @@ mod tests {
     fn a_listing_depends_on_the_modules_it_uses_and_no_others() {
         let nw = deps("crates/d2l-attention/src/listings/nw.rs");
         assert!(
-            nw.contains(&format!("{LIBRARY}/nadaraya_watson.rs")),
+            nw.contains(&format!("{LIBRARY}/nadaraya_watson/parametric.rs")),
             "{nw:?}"
         );
         assert!(nw.contains(&format!("{LIBRARY}/random.rs")), "{nw:?}");

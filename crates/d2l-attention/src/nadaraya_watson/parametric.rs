@@ -1,0 +1,230 @@
+//! Nadaraya–Watson regression with one learnable parameter, and its
+//! training on leave-one-out keys and values (d2l zh §10.2.4).
+
+use burn::module::{Module, Param};
+use burn::tensor::{Device, Tensor, TensorData, activation::softmax};
+
+use super::*;
+
+/// Nadaraya–Watson regression with one learnable parameter `w` (d2l zh
+/// §10.2.4, eq. 10.2.7): score −((q − k)·w)²/2, so `w` acts as an inverse
+/// bandwidth. w = 0 makes every weight equal (average pooling); a larger
+/// |w| makes the weights more local.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::nadaraya_watson::*;
+///
+/// let device = Device::flex();
+/// // w = 0 is average pooling.
+/// let model = NWKernelRegression::new(0.0, &device);
+/// let keys = Tensor::<2>::from_floats([[0.0, 4.0]], &device);
+/// let values = Tensor::<2>::from_floats([[1.0, 3.0]], &device);
+/// let (y_hat, _) = model.forward(Tensor::from_floats([1.0], &device), keys, values);
+/// assert_eq!(y_hat.into_scalar::<f32>(), 2.0);
+/// ```
+#[derive(Module, Debug)]
+pub struct NWKernelRegression {
+    /// The learnable scale, shape (1,).
+    pub w: Param<Tensor<1>>,
+}
+
+impl NWKernelRegression {
+    /// A model whose `w` starts at `w` (seed notebook `000` draws it from
+    /// N(0, 1), d2l zh and the blog from U(0, 1)).
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Tensor};
+    /// use d2l_attention::nadaraya_watson::*;
+    ///
+    /// let device = Device::flex();
+    /// assert_eq!(NWKernelRegression::new(1.5, &device).w(), 1.5);
+    /// ```
+    pub fn new(w: f32, device: &Device) -> Self {
+        NWKernelRegression {
+            w: Param::from_tensor(Tensor::from_floats([w], device)),
+        }
+    }
+
+    /// The current value of `w`.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Tensor};
+    /// use d2l_attention::nadaraya_watson::*;
+    ///
+    /// let device = Device::flex();
+    /// let model = NWKernelRegression::new(-0.25, &device);
+    /// assert_eq!(model.w(), -0.25);
+    /// ```
+    pub fn w(&self) -> f32 {
+        self.w.val().into_scalar::<f32>()
+    }
+
+    /// Predictions for `queries` (n,) from `keys` and `values` (n, m), each
+    /// query with its own row of keys and values; returns (predictions (n,),
+    /// attention weights (n, m)).
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Tensor};
+    /// use d2l_attention::nadaraya_watson::*;
+    ///
+    /// let device = Device::flex();
+    /// let model = NWKernelRegression::new(1.0, &device);
+    /// let keys = Tensor::<2>::from_floats([[0.0, 1.0], [0.0, 1.0]], &device);
+    /// let values = Tensor::<2>::from_floats([[5.0, 7.0], [5.0, 7.0]], &device);
+    /// let (y_hat, weights) = model.forward(Tensor::from_floats([0.5, 0.5], &device), keys, values);
+    /// assert_eq!(weights.dims(), [2, 2]);
+    /// assert_eq!(y_hat.try_into_vec_as::<f32>().unwrap(), [6.0, 6.0]);
+    /// ```
+    // ANCHOR: parametric_forward
+    pub fn forward(
+        &self,
+        queries: Tensor<1>,
+        keys: Tensor<2>,
+        values: Tensor<2>,
+    ) -> (Tensor<1>, Tensor<2>) {
+        let w = self.w.val().unsqueeze::<2>(); // (1, 1)
+        let scores = -((queries.unsqueeze_dim::<2>(1) - keys) * w).powi_scalar(2) / 2.0;
+        let attention_weights = softmax(scores, 1);
+        let y_hat = (attention_weights.clone() * values)
+            .sum_dim(1)
+            .squeeze_dim::<1>(1);
+        (y_hat, attention_weights)
+    }
+    // ANCHOR_END: parametric_forward
+}
+
+/// Leave-one-out keys and values for training (the seeds' `1 − eye`
+/// mask): row i holds every training input (and target) except the i-th.
+/// Returns (keys, values), each (n_train, n_train − 1).
+///
+/// # Errors
+/// [`RegressionError`] when fewer than two points are given or the lengths
+/// differ.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::nadaraya_watson::*;
+///
+/// let device = Device::flex();
+/// let x = Tensor::<1>::from_floats([1.0, 2.0, 3.0], &device);
+/// let (keys, values) = leave_one_out(x.clone(), x).unwrap();
+/// assert_eq!(keys.dims(), [3, 2]);
+/// assert_eq!(values.try_into_vec_as::<f32>().unwrap(), [2.0, 3.0, 1.0, 3.0, 1.0, 2.0]);
+/// ```
+pub fn leave_one_out(
+    x_train: Tensor<1>,
+    y_train: Tensor<1>,
+) -> Result<(Tensor<2>, Tensor<2>), RegressionError> {
+    check_training_set(&x_train, &y_train)?;
+    let n = x_train.dims()[0];
+    if n < 2 {
+        return Err(RegressionError::TooFewForLeaveOneOut);
+    }
+    let device = x_train.device();
+    let drop_diagonal = |t: Tensor<1>| -> Tensor<2> {
+        let v = t.try_into_vec_as::<f32>().expect("readable tensor");
+        let rows: Vec<f32> = (0..n)
+            .flat_map(|i| {
+                v.iter()
+                    .enumerate()
+                    .filter(move |(j, _)| *j != i)
+                    .map(|(_, x)| *x)
+            })
+            .collect();
+        Tensor::from_data(TensorData::new(rows, [n, n - 1]), &device)
+    };
+    Ok((drop_diagonal(x_train), drop_diagonal(y_train)))
+}
+
+/// One epoch of [`train`]: the loss and gradient at the start of the
+/// epoch, and `w` after its SGD step.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::nadaraya_watson::*;
+///
+/// let device = Device::flex();
+/// let device = device.autodiff();
+/// let data = Dataset::generate(20, 0, &device);
+/// let mut logs = Vec::new();
+/// train(NWKernelRegression::new(1.0, &device), data.x_train, data.y_train, 0.1, 2, |l| logs.push(*l))
+///     .unwrap();
+/// assert_eq!(logs.iter().map(|l| l.epoch).collect::<Vec<_>>(), [1, 2]);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EpochLog {
+    /// 1-based epoch number.
+    pub epoch: usize,
+    /// Σ (ŷ − y)² over the training points (d2l zh's `l.sum()`, not halved).
+    pub loss: f32,
+    /// ∂loss/∂w.
+    pub grad: f32,
+    /// `w` after the step.
+    pub w: f32,
+}
+
+/// Trains `model` on leave-one-out keys and values (d2l zh §10.2.4.3):
+/// full-batch SGD with learning rate `lr` for `epochs` epochs on the
+/// squared-error sum; calls `on_epoch` after each step. `model` and the
+/// data must live on an autodiff device.
+///
+/// # Errors
+/// [`RegressionError::Diverged`] when `w` stops being finite (too large a
+/// learning rate); the errors of [`leave_one_out`] for a bad training set.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::nadaraya_watson::*;
+///
+/// let device = Device::flex();
+/// let device = device.autodiff();
+/// let data = Dataset::generate(50, 0, &device);
+/// let mut losses = Vec::new();
+/// let model = NWKernelRegression::new(1.0, &device);
+/// let model = train(model, data.x_train, data.y_train, 0.5, 3, |log| losses.push(log.loss)).unwrap();
+/// // d2l's first steps lower the leave-one-out loss.
+/// assert!(losses[2] < losses[0], "{losses:?}");
+/// assert!(model.w().is_finite());
+/// ```
+pub fn train(
+    mut model: NWKernelRegression,
+    x_train: Tensor<1>,
+    y_train: Tensor<1>,
+    lr: f64,
+    epochs: usize,
+    mut on_epoch: impl FnMut(&EpochLog),
+) -> Result<NWKernelRegression, RegressionError> {
+    use burn::optim::{GradientsParams, SgdConfig};
+    let (keys, values) = leave_one_out(x_train.clone(), y_train.clone())?;
+    let mut optimizer = SgdConfig::new().init();
+    for epoch in 1..=epochs {
+        // ANCHOR: train_step
+        let (y_hat, _) = model.forward(x_train.clone(), keys.clone(), values.clone());
+        let loss = (y_hat - y_train.clone()).powi_scalar(2).sum();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        let grad = grads
+            .get::<1>(model.w.id)
+            .map_or(0.0, |g| g.into_scalar::<f32>());
+        model = optimizer.step(lr, model, grads);
+        // ANCHOR_END: train_step
+        let log = EpochLog {
+            epoch,
+            loss: loss.into_scalar::<f32>(),
+            grad,
+            w: model.w(),
+        };
+        if !log.w.is_finite() {
+            return Err(RegressionError::Diverged { epoch, w: log.w });
+        }
+        on_epoch(&log);
+    }
+    Ok(model)
+}
