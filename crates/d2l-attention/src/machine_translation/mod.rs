@@ -16,8 +16,9 @@ pub use corpus::{
 use std::collections::HashMap;
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
+use chacha20::ChaCha12Rng;
+use rand::SeedableRng;
 use rand::seq::SliceRandom;
-use rand::{SeedableRng, rngs::StdRng};
 
 /// Turns every Unicode space other than tab and line breaks into a plain
 /// space: U+2009 (thin space) included, which [`preprocess_nmt`] keeps as
@@ -442,7 +443,7 @@ impl NmtData {
     pub fn batches(&self, batch_size: usize, seed: u64, device: &Device) -> Vec<Batch> {
         assert!(batch_size > 0, "`batch_size` must be at least 1");
         let mut order: Vec<usize> = (0..self.len()).collect();
-        order.shuffle(&mut StdRng::seed_from_u64(seed));
+        order.shuffle(&mut ChaCha12Rng::seed_from_u64(seed));
         let n = self.num_steps;
         let rows = |data: &(Vec<i64>, Vec<i64>), idx: &[usize]| {
             let tokens: Vec<i64> = idx

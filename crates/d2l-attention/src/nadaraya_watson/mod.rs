@@ -6,7 +6,8 @@ mod parametric;
 pub use parametric::{EpochLog, NWKernelRegression, leave_one_out, train};
 
 use burn::tensor::{Device, Tensor, activation::softmax};
-use rand::{RngExt, SeedableRng, rngs::StdRng};
+use chacha20::ChaCha12Rng;
+use rand::{RngExt, SeedableRng};
 use rand_distr::Normal;
 
 use crate::plot::PlotError;
@@ -123,7 +124,7 @@ impl Dataset {
     /// assert!(x.windows(2).all(|w| w[0] <= w[1]) && x.iter().all(|v| (0.0..5.0).contains(v)));
     /// ```
     pub fn generate(n_train: usize, seed: u64, device: &Device) -> Self {
-        let mut rng = StdRng::seed_from_u64(seed);
+        let mut rng = ChaCha12Rng::seed_from_u64(seed);
         let mut x: Vec<f32> = (0..n_train).map(|_| rng.random::<f32>() * 5.0).collect();
         x.sort_by(f32::total_cmp);
         let noise = Normal::new(0.0f32, 0.5).expect("a valid standard deviation");
