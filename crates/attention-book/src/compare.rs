@@ -141,7 +141,11 @@ pub fn compare(committed: &str, new: &str, format: Format) -> Vec<Mismatch> {
             0,
             Mismatch {
                 line: at + 1,
-                committed: old_lines.get(at).copied().unwrap_or_default().to_owned(),
+                committed: old_lines
+                    .get(at)
+                    .copied()
+                    .unwrap_or_default()
+                    .to_owned(),
                 new: new_lines.get(at).copied().unwrap_or_default().to_owned(),
                 what: format!(
                     "{} lines committed, {} now",
@@ -193,19 +197,29 @@ fn compare_tokens(a: &Token, b: &Token) -> Option<String> {
         (Token::Colour(x), Token::Colour(y)) => {
             x.iter().zip(y).all(|(p, q)| p.abs_diff(*q) <= COLOUR)
         }
-        (Token::Number(x), Token::Number(y)) if x.integer && y.integer && x.pixel => {
+        (Token::Number(x), Token::Number(y))
+            if x.integer && y.integer && x.pixel =>
+        {
             (x.value - y.value).abs() <= PX
         }
-        (Token::Number(x), Token::Number(y)) if x.integer && y.integer => x.value == y.value,
-        (Token::Number(x), Token::Number(y)) => numbers_agree(x.value, y.value, x.unit.min(y.unit)),
+        (Token::Number(x), Token::Number(y)) if x.integer && y.integer => {
+            x.value == y.value
+        }
+        (Token::Number(x), Token::Number(y)) => {
+            numbers_agree(x.value, y.value, x.unit.min(y.unit))
+        }
         _ => false,
     };
     if agree {
         return None;
     }
     let tolerance = match (a, b) {
-        (Token::Colour(_), Token::Colour(_)) => format!("tolerance ±{COLOUR} per channel"),
-        (Token::Number(x), Token::Number(y)) if x.integer && y.integer && x.pixel => {
+        (Token::Colour(_), Token::Colour(_)) => {
+            format!("tolerance ±{COLOUR} per channel")
+        }
+        (Token::Number(x), Token::Number(y))
+            if x.integer && y.integer && x.pixel =>
+        {
             format!("tolerance ±{PX} px")
         }
         (Token::Number(x), Token::Number(y)) if x.integer && y.integer => {
@@ -283,7 +297,8 @@ fn tokens(line: &str, format: Format) -> Vec<Token> {
             i += len;
         } else if let Some((mut number, len)) = number_at(&chars, i) {
             flush(&mut word, &mut out);
-            number.pixel = in_tag && tolerance::PIXEL_ATTRIBUTES.contains(&attribute.as_str());
+            number.pixel = in_tag
+                && tolerance::PIXEL_ATTRIBUTES.contains(&attribute.as_str());
             out.push(Token::Number(number));
             i += len;
         } else {
@@ -303,7 +318,10 @@ fn tokens(line: &str, format: Format) -> Vec<Token> {
 fn colour_at(chars: &[char]) -> Option<([u8; 3], usize)> {
     let hex: String = chars.get(1..7)?.iter().collect();
     let boundary = chars.get(7).is_none_or(|c| !c.is_ascii_hexdigit());
-    if chars[0] != '#' || !boundary || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+    if chars[0] != '#'
+        || !boundary
+        || !hex.chars().all(|c| c.is_ascii_hexdigit())
+    {
         return None;
     }
     let channel = |k: usize| u8::from_str_radix(&hex[k..k + 2], 16).ok();
@@ -315,7 +333,9 @@ fn colour_at(chars: &[char]) -> Option<([u8; 3], usize)> {
 /// optional exponent. Digits after a letter belong to a word (`x1`, `d2l`).
 fn number_at(chars: &[char], start: usize) -> Option<(Number, usize)> {
     let at = |k: usize| chars.get(k).copied();
-    if start > 0 && (chars[start - 1].is_alphabetic() || chars[start - 1] == '_') {
+    if start > 0
+        && (chars[start - 1].is_alphabetic() || chars[start - 1] == '_')
+    {
         return None;
     }
     let mut i = start;
@@ -379,7 +399,8 @@ mod tests {
 
     #[test]
     fn last_digit_noise_passes_and_real_changes_fail() {
-        let committed = "epoch 1, loss 34.527077\nw = 11.9600 (started at 0.7128)\n";
+        let committed =
+            "epoch 1, loss 34.527077\nw = 11.9600 (started at 0.7128)\n";
         // The reader's machine of the portability issue printed …073.
         assert!(agree(
             committed,
@@ -431,14 +452,19 @@ mod tests {
 
     #[test]
     fn svg_coordinates_and_colours_move_a_little_text_does_not() {
-        let a = r##"<rect x="52" y="45" width="2" fill="#970C13" opacity="0.5"/>"##;
-        let b = r##"<rect x="53" y="44" width="2" fill="#980B13" opacity="0.4"/>"##;
+        let a =
+            r##"<rect x="52" y="45" width="2" fill="#970C13" opacity="0.5"/>"##;
+        let b =
+            r##"<rect x="53" y="44" width="2" fill="#980B13" opacity="0.4"/>"##;
         assert!(agree(a, b, Format::Svg));
-        let far = r##"<rect x="55" y="45" width="2" fill="#970C13" opacity="0.5"/>"##;
+        let far =
+            r##"<rect x="55" y="45" width="2" fill="#970C13" opacity="0.5"/>"##;
         assert!(!agree(a, far, Format::Svg));
-        let recoloured = r##"<rect x="52" y="45" width="2" fill="#970C16" opacity="0.5"/>"##;
+        let recoloured =
+            r##"<rect x="52" y="45" width="2" fill="#970C16" opacity="0.5"/>"##;
         assert!(!agree(a, recoloured, Format::Svg));
-        let faded = r##"<rect x="52" y="45" width="2" fill="#970C13" opacity="0.2"/>"##;
+        let faded =
+            r##"<rect x="52" y="45" width="2" fill="#970C13" opacity="0.2"/>"##;
         assert!(!agree(a, faded, Format::Svg));
         // Only positions and sizes are pixels: an opacity of 1 stays 1.
         let opaque = r#"<line opacity="1"/>"#;
@@ -446,8 +472,10 @@ mod tests {
         assert!(!agree(opaque, r#"<line opacity="0.5"/>"#, Format::Svg));
         let font = r#"<text font-size="11.290322580645162">"#;
         assert!(!agree(font, r#"<text font-size="12">"#, Format::Svg));
-        let line = r#"<polyline points="6,9 10,12" transform="rotate(270, 6, 104)"/>"#;
-        let moved = r#"<polyline points="7,8 10,13" transform="rotate(270, 5, 105)"/>"#;
+        let line =
+            r#"<polyline points="6,9 10,12" transform="rotate(270, 6, 104)"/>"#;
+        let moved =
+            r#"<polyline points="7,8 10,13" transform="rotate(270, 5, 105)"/>"#;
         assert!(agree(line, moved, Format::Svg));
         // A tick label is text: an integer label must not change.
         assert!(!agree(

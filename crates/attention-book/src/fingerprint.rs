@@ -44,12 +44,16 @@ pub fn workspace_root() -> PathBuf {
 ///
 /// # Errors
 /// When a file cannot be read (naming it).
-pub fn dependencies(root: &Path, file: &Path) -> anyhow::Result<BTreeSet<PathBuf>> {
+pub fn dependencies(
+    root: &Path,
+    file: &Path,
+) -> anyhow::Result<BTreeSet<PathBuf>> {
     let mut seen = BTreeSet::from([file.to_owned()]);
     let mut todo = vec![file.to_owned()];
     while let Some(next) = todo.pop() {
-        let text = fs::read_to_string(root.join(&next))
-            .with_context(|| format!("cannot read `{}`", root.join(&next).display()))?;
+        let text = fs::read_to_string(root.join(&next)).with_context(|| {
+            format!("cannot read `{}`", root.join(&next).display())
+        })?;
         for module in named_modules(&text) {
             for path in module_files(root, &Path::new(LIBRARY).join(&module))? {
                 if seen.insert(path.clone()) {
@@ -67,10 +71,15 @@ pub fn dependencies(root: &Path, file: &Path) -> anyhow::Result<BTreeSet<PathBuf
 ///
 /// # Errors
 /// When a file cannot be read (naming it).
-pub fn fingerprint(listing: &Listing, backend: BackendChoice) -> anyhow::Result<String> {
+pub fn fingerprint(
+    listing: &Listing,
+    backend: BackendChoice,
+) -> anyhow::Result<String> {
     let root = workspace_root();
-    let mut files = dependencies(&root, Path::new(listing.file))
-        .with_context(|| format!("fingerprinting listing `{}`", listing.name))?;
+    let mut files =
+        dependencies(&root, Path::new(listing.file)).with_context(|| {
+            format!("fingerprinting listing `{}`", listing.name)
+        })?;
     for common in COMMON {
         files.extend(module_files(&root, Path::new(common))?);
     }
@@ -82,8 +91,9 @@ pub fn fingerprint(listing: &Listing, backend: BackendChoice) -> anyhow::Result<
     part(listing.name.as_bytes());
     part(backend.to_string().as_bytes());
     for file in &files {
-        let bytes = fs::read(root.join(file))
-            .with_context(|| format!("cannot read `{}`", root.join(file).display()))?;
+        let bytes = fs::read(root.join(file)).with_context(|| {
+            format!("cannot read `{}`", root.join(file).display())
+        })?;
         part(file.to_string_lossy().as_bytes());
         part(&bytes);
     }
@@ -154,7 +164,9 @@ fn module_files(root: &Path, path: &Path) -> anyhow::Result<Vec<PathBuf>> {
         return Ok(Vec::new());
     }
     let mut files = Vec::new();
-    for entry in fs::read_dir(&full).with_context(|| format!("cannot read `{}`", full.display()))? {
+    for entry in fs::read_dir(&full)
+        .with_context(|| format!("cannot read `{}`", full.display()))?
+    {
         let name = entry?.file_name();
         files.extend(module_files(root, &path.join(name))?);
     }
@@ -197,7 +209,8 @@ mod tests {
         assert!(
             !bahdanau
                 .iter()
-                .any(|f| f.contains("nadaraya_watson") || f.contains("listings/nw")),
+                .any(|f| f.contains("nadaraya_watson")
+                    || f.contains("listings/nw")),
             "{bahdanau:?}"
         );
     }

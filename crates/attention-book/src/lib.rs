@@ -38,12 +38,13 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// Whether the entry was made under `fingerprint` and every file it
-    /// lists is still in `figures` as written.
+    /// Whether the entry lists files and every one is still in `figures` as
+    /// written (the caller compares the fingerprint).
     fn is_fresh(&self, figures: &Path) -> bool {
         !self.files.is_empty()
             && self.files.iter().all(|(name, hash)| {
-                fs::read(figures.join(name)).is_ok_and(|bytes| content_hash(&bytes) == *hash)
+                fs::read(figures.join(name))
+                    .is_ok_and(|bytes| content_hash(&bytes) == *hash)
             })
     }
 }
@@ -63,7 +64,9 @@ pub fn read_manifest(figures: &Path) -> BTreeMap<String, Entry> {
             let mut words = line.split_whitespace();
             let (name, fingerprint) = (words.next()?, words.next()?);
             let files = words
-                .map(|w| w.split_once('@').map(|(f, h)| (f.to_owned(), h.to_owned())))
+                .map(|w| {
+                    w.split_once('@').map(|(f, h)| (f.to_owned(), h.to_owned()))
+                })
                 .collect::<Option<_>>()?;
             Some((
                 name.to_owned(),
@@ -76,11 +79,15 @@ pub fn read_manifest(figures: &Path) -> BTreeMap<String, Entry> {
         .collect()
 }
 
-fn write_manifest(figures: &Path, manifest: &BTreeMap<String, Entry>) -> anyhow::Result<()> {
+fn write_manifest(
+    figures: &Path,
+    manifest: &BTreeMap<String, Entry>,
+) -> anyhow::Result<()> {
     let text: String = manifest
         .iter()
         .map(|(name, e)| {
-            let files: Vec<String> = e.files.iter().map(|(f, h)| format!("{f}@{h}")).collect();
+            let files: Vec<String> =
+                e.files.iter().map(|(f, h)| format!("{f}@{h}")).collect();
             format!("{name} {} {}\n", e.fingerprint, files.join(" "))
         })
         .collect();
@@ -121,8 +128,9 @@ pub fn render(
     force: bool,
 ) -> anyhow::Result<Report> {
     let device = backend.device()?;
-    fs::create_dir_all(figures)
-        .with_context(|| format!("cannot create the figures folder `{}`", figures.display()))?;
+    fs::create_dir_all(figures).with_context(|| {
+        format!("cannot create the figures folder `{}`", figures.display())
+    })?;
     let mut manifest = read_manifest(figures);
     let fingerprints = listings
         .iter()
@@ -132,9 +140,9 @@ pub fn render(
     let stale: Vec<&Listing> = listings
         .iter()
         .filter(|l| {
-            let fresh = manifest
-                .get(l.name)
-                .is_some_and(|e| fingerprints[l.name] == e.fingerprint && e.is_fresh(figures));
+            let fresh = manifest.get(l.name).is_some_and(|e| {
+                fingerprints[l.name] == e.fingerprint && e.is_fresh(figures)
+            });
             if fresh && !force {
                 report.skipped.push(l.name.to_owned());
             }
@@ -199,7 +207,9 @@ fn run_one(
         }
         let path = figures.join(&name);
         let kept = fs::read_to_string(&path).ok().filter(|old| {
-            !force && compare::compare(old, contents, compare::Format::of(&name)).is_empty()
+            !force
+                && compare::compare(old, contents, compare::Format::of(&name))
+                    .is_empty()
         });
         let written = match kept {
             Some(old) => old,
@@ -219,7 +229,8 @@ fn run_one(
 /// `path` as a reader would type it: relative to the workspace root when it
 /// lies inside it (`figures/x.txt`), else as given.
 fn shown(path: &Path) -> String {
-    let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_owned());
+    let canonical =
+        |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_owned());
     let full = canonical(path);
     match full.strip_prefix(canonical(&fingerprint::workspace_root())) {
         Ok(relative) => relative.display().to_string(),
@@ -246,7 +257,11 @@ pub fn fix_hint(listing: &str, figures: &Path) -> String {
 /// [`Check::Facts`], its facts about the printed text. Returns one readable
 /// report per problem (file, line, committed and new value, tolerance),
 /// the last one ending with how to fix it; empty when all is well.
-pub fn check_output(listing: &Listing, output: &Output, figures: &Path) -> Vec<String> {
+pub fn check_output(
+    listing: &Listing,
+    output: &Output,
+    figures: &Path,
+) -> Vec<String> {
     let name = listing.name;
     let files = output.files(name);
     let mut problems = Vec::new();
@@ -274,7 +289,11 @@ pub fn check_output(listing: &Listing, output: &Output, figures: &Path) -> Vec<S
                     problems.push(format!("{shown} is missing or unreadable"));
                     continue;
                 };
-                let mismatches = compare::compare(&committed, contents, compare::Format::of(file));
+                let mismatches = compare::compare(
+                    &committed,
+                    contents,
+                    compare::Format::of(file),
+                );
                 if !mismatches.is_empty() {
                     problems.push(format!(
                         "{}(committed file vs what listing `{name}` makes now)",
@@ -324,11 +343,14 @@ pub fn check(
 ///
 /// # Errors
 /// When a folder cannot be read.
-pub fn compare_folders(committed: &Path, new: &Path) -> anyhow::Result<Vec<String>> {
+pub fn compare_folders(
+    committed: &Path,
+    new: &Path,
+) -> anyhow::Result<Vec<String>> {
     let names = |dir: &Path| -> anyhow::Result<Vec<String>> {
         let mut names = Vec::new();
-        for entry in
-            fs::read_dir(dir).with_context(|| format!("cannot read `{}`", dir.display()))?
+        for entry in fs::read_dir(dir)
+            .with_context(|| format!("cannot read `{}`", dir.display()))?
         {
             names.push(entry?.file_name().to_string_lossy().into_owned());
         }
@@ -361,7 +383,8 @@ pub fn compare_folders(committed: &Path, new: &Path) -> anyhow::Result<Vec<Strin
         .iter()
         .filter(|n| now.contains(n) && n.as_str() != MANIFEST)
     {
-        let read = |dir: &Path| fs::read_to_string(dir.join(name)).unwrap_or_default();
+        let read =
+            |dir: &Path| fs::read_to_string(dir.join(name)).unwrap_or_default();
         match facts_of(name) {
             // A training's figures vary by machine; its text states facts.
             Some(facts) if name.ends_with(".txt") => {
@@ -371,8 +394,11 @@ pub fn compare_folders(committed: &Path, new: &Path) -> anyhow::Result<Vec<Strin
             }
             Some(_) => {}
             None => {
-                let mismatches =
-                    compare::compare(&read(committed), &read(new), compare::Format::of(name));
+                let mismatches = compare::compare(
+                    &read(committed),
+                    &read(new),
+                    compare::Format::of(name),
+                );
                 if !mismatches.is_empty() {
                     problems.push(compare::report(name, &mismatches));
                 }

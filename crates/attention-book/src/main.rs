@@ -89,7 +89,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let backend = device.map_or_else(BackendChoice::from_env, Ok)?;
             let figures = match figures {
                 Some(folder) => folder,
-                None if backend == BackendChoice::default() => PathBuf::from("figures"),
+                None if backend == BackendChoice::default() => {
+                    PathBuf::from("figures")
+                }
                 None => anyhow::bail!(
                     "figures/ holds the {} outputs; name a folder for {backend} with --figures",
                     BackendChoice::default()
@@ -120,7 +122,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         None => {
-            let (ctx, book) = parse_input(io::stdin()).context("reading mdBook's input")?;
+            let (ctx, book) =
+                parse_input(io::stdin()).context("reading mdBook's input")?;
             let backend = BackendChoice::from_env()?;
             // The committed figures are the default backend's; another
             // backend's go next to the build, and the book shows the former.
@@ -146,7 +149,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 /// `names` is empty.
 fn select(names: &[String]) -> anyhow::Result<Vec<Listing>> {
     let all = listings::all();
-    if let Some(unknown) = names.iter().find(|n| !all.iter().any(|l| l.name == *n)) {
+    if let Some(unknown) =
+        names.iter().find(|n| !all.iter().any(|l| l.name == *n))
+    {
         let known: Vec<&str> = all.iter().map(|l| l.name).collect();
         anyhow::bail!(
             "no listing `{unknown}`; the listings are: {}",

@@ -7,7 +7,9 @@ use std::fmt::Write;
 
 use attention_book::compare::{Format, compare, report};
 use attention_book::fingerprint::fingerprint;
-use attention_book::{check_output, content_hash, fix_hint, read_manifest, render};
+use attention_book::{
+    check_output, content_hash, fix_hint, read_manifest, render,
+};
 use burn::tensor::Device;
 use d2l_attention::BackendChoice;
 use d2l_attention::listings::{self, Check, Listing, Output};
@@ -23,9 +25,9 @@ const HOW_TO_FIX: &str = "run `mdbook build` (or `cargo run --release -p attenti
 fn every_listing_was_rendered_from_the_current_code() {
     let manifest = read_manifest(&figures());
     for l in listings::all() {
-        let entry = manifest
-            .get(l.name)
-            .unwrap_or_else(|| panic!("`{}` was never rendered; {HOW_TO_FIX}", l.name));
+        let entry = manifest.get(l.name).unwrap_or_else(|| {
+            panic!("`{}` was never rendered; {HOW_TO_FIX}", l.name)
+        });
         assert_eq!(
             entry.fingerprint,
             fingerprint(&l, BackendChoice::Flex).unwrap(),
@@ -59,7 +61,8 @@ fn captured_outputs_match_what_the_listings_print_and_draw() {
     let mut seen = Vec::new();
     let mut problems = Vec::new();
     for l in listings::all() {
-        let committed_text = fs::read_to_string(figures().join(format!("{}.txt", l.name)));
+        let committed_text =
+            fs::read_to_string(figures().join(format!("{}.txt", l.name)));
         if let Check::Facts(facts) = l.check {
             // Too slow to rerun here; `mdbook-listings check` reruns it in CI.
             if let Err(e) = facts(&committed_text.unwrap_or_default()) {
@@ -117,7 +120,9 @@ fn perturb(text: &str, format: Format) -> String {
     if format == Format::Text {
         return text.into_owned();
     }
-    let attribute = Regex::new(r#" (x|y|x1|y1|x2|y2|cx|cy|r|width|height)="(\d+)""#).unwrap();
+    let attribute =
+        Regex::new(r#" (x|y|x1|y1|x2|y2|cx|cy|r|width|height)="(\d+)""#)
+            .unwrap();
     let text = attribute.replace_all(&text, |c: &Captures| {
         format!(" {}=\"{}\"", &c[1], c[2].parse::<i64>().unwrap() + 1)
     });
@@ -140,8 +145,7 @@ fn perturb(text: &str, format: Format) -> String {
 
 #[test]
 fn perturbation_changes_every_kind_of_value_it_should() {
-    let svg =
-        r##"<rect x="52" y="45" fill="#FFF5F0" opacity="0.5"/><polyline points="6,9 10,12"/>"##;
+    let svg = r##"<rect x="52" y="45" fill="#FFF5F0" opacity="0.5"/><polyline points="6,9 10,12"/>"##;
     assert_eq!(
         perturb(svg, Format::Svg),
         r##"<rect x="53" y="46" fill="#FEF6F1" opacity="0.6"/><polyline points="7,10 11,13"/>"##
@@ -174,7 +178,8 @@ fn nw_parametric_text(lr: f64) -> String {
 
 #[test]
 fn a_real_change_to_a_listing_fails_the_comparison_with_a_readable_diff() {
-    let committed = fs::read_to_string(figures().join("nw-parametric.txt")).unwrap();
+    let committed =
+        fs::read_to_string(figures().join("nw-parametric.txt")).unwrap();
     // The same computation agrees: this test rebuilds the listing faithfully.
     let same = compare(&committed, &nw_parametric_text(0.5), Format::Text);
     assert!(same.is_empty(), "{}", report("nw-parametric.txt", &same));
@@ -216,15 +221,18 @@ fn render_skips_what_is_up_to_date_and_reruns_what_changed() {
     let src = tempfile::tempdir().unwrap();
     let file = src.path().join("hello.rs");
     fs::write(&file, "// v1").unwrap();
-    let path: &'static str = Box::leak(file.to_string_lossy().into_owned().into_boxed_str());
+    let path: &'static str =
+        Box::leak(file.to_string_lossy().into_owned().into_boxed_str());
     let hello = Listing::new("hello", path, hello);
-    let report = render(&[hello], dir.path(), BackendChoice::Flex, false).unwrap();
+    let report =
+        render(&[hello], dir.path(), BackendChoice::Flex, false).unwrap();
     assert_eq!(report.ran, ["hello"]);
     assert_eq!(
         fs::read_to_string(dir.path().join("hello.txt")).unwrap(),
         "hello\n"
     );
-    let again = render(&[hello], dir.path(), BackendChoice::Flex, false).unwrap();
+    let again =
+        render(&[hello], dir.path(), BackendChoice::Flex, false).unwrap();
     assert_eq!(
         (again.ran.len(), again.skipped),
         (0, vec!["hello".to_owned()])
@@ -274,13 +282,16 @@ fn render_skips_what_is_up_to_date_and_reruns_what_changed() {
 }
 
 #[test]
-fn a_failing_listing_stops_the_render_with_its_name_and_leaves_no_partial_file() {
+fn a_failing_listing_stops_the_render_with_its_name_and_leaves_no_partial_file()
+{
     let dir = tempfile::tempdir().unwrap();
     let bad = Listing::new("broken", file!(), broken);
-    let err = render(&[HELLO, bad], dir.path(), BackendChoice::Flex, false).unwrap_err();
+    let err = render(&[HELLO, bad], dir.path(), BackendChoice::Flex, false)
+        .unwrap_err();
     let msg = format!("{err:#}");
     assert!(
-        msg.contains("listing `broken` failed") && msg.contains("the listing's own error"),
+        msg.contains("listing `broken` failed")
+            && msg.contains("the listing's own error"),
         "{msg}"
     );
     let mut files: Vec<String> = fs::read_dir(dir.path())
@@ -298,7 +309,8 @@ fn an_unwritable_figures_folder_is_a_clear_error() {
     // A file where the folder should be: fails even for root.
     let blocked = dir.path().join("figures");
     fs::write(&blocked, "not a folder").unwrap();
-    let err = render(&[HELLO], &blocked, BackendChoice::Flex, false).unwrap_err();
+    let err =
+        render(&[HELLO], &blocked, BackendChoice::Flex, false).unwrap_err();
     assert!(
         format!("{err:#}").contains("cannot create the figures folder"),
         "{err:#}"
@@ -343,11 +355,14 @@ fn the_fix_a_failed_check_names_fixes_it() {
     assert!(!ok, "{stderr}");
     assert!(
         stderr.contains("nw-bmm.txt:3: committed `15.5`, new `14.5`")
-            && stderr.contains(&format!("-- render --force --figures {folder} nw-bmm`"))
+            && stderr.contains(&format!(
+                "-- render --force --figures {folder} nw-bmm`"
+            ))
             && stderr.contains("1 problem(s)"),
         "{stderr}"
     );
-    let (ok, stderr) = listings_cli(&["render", "--force", "--figures", folder, "nw-bmm"]);
+    let (ok, stderr) =
+        listings_cli(&["render", "--force", "--figures", folder, "nw-bmm"]);
     assert!(ok && stderr.contains("1 listings run"), "{stderr}");
     assert!(listings_cli(&["check", "--figures", folder, "nw-bmm"]).0);
     // --force writes what the code makes, even over a file that agrees
@@ -355,11 +370,16 @@ fn the_fix_a_failed_check_names_fixes_it() {
     let exact = fs::read_to_string(&bmm).unwrap();
     fs::write(&bmm, exact.replace("14.5", "14.6")).unwrap();
     assert!(listings_cli(&["check", "--figures", folder, "nw-bmm"]).0);
-    assert!(listings_cli(&["render", "--force", "--figures", folder, "nw-bmm"]).0);
-    assert_eq!(fs::read_to_string(&bmm).unwrap(), exact);
-    let (ok, stderr) = listings_cli(&["render", "--figures", folder, "no-such-listing"]);
     assert!(
-        !ok && stderr.contains("no listing `no-such-listing`; the listings are: qkv-eye"),
+        listings_cli(&["render", "--force", "--figures", folder, "nw-bmm"]).0
+    );
+    assert_eq!(fs::read_to_string(&bmm).unwrap(), exact);
+    let (ok, stderr) =
+        listings_cli(&["render", "--figures", folder, "no-such-listing"]);
+    assert!(
+        !ok && stderr.contains(
+            "no listing `no-such-listing`; the listings are: qkv-eye"
+        ),
         "{stderr}"
     );
 }
@@ -377,7 +397,8 @@ fn ci_s_folder_comparison_passes_noise_and_fails_real_changes() {
     // The training's text is checked by its facts: another machine's
     // adjective for "he's calm ." is fine.
     let train = new.join("bahdanau-train.txt");
-    let text = fs::read_to_string(committed.join("bahdanau-train.txt")).unwrap();
+    let text =
+        fs::read_to_string(committed.join("bahdanau-train.txt")).unwrap();
     let calm = text.lines().nth(3).unwrap();
     let other = "he's calm . => il est riche ., bleu 0.658";
     fs::write(&train, text.replace(calm, other)).unwrap();
@@ -395,7 +416,8 @@ fn ci_s_folder_comparison_passes_noise_and_fails_real_changes() {
     fs::write(&loss, text.replacen("loss 2", "loss 3", 1)).unwrap();
     fs::remove_file(new.join("qkv-eye.svg")).unwrap();
     let text = fs::read_to_string(&train).unwrap();
-    fs::write(&train, text.replace("je suis chez moi .,", "je suis .,")).unwrap();
+    fs::write(&train, text.replace("je suis chez moi .,", "je suis .,"))
+        .unwrap();
     let manifest = new.join("fingerprints.txt");
     let text = fs::read_to_string(&manifest).unwrap();
     fs::write(&manifest, format!("garbage\n{text}")).unwrap();

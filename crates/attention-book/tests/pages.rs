@@ -36,10 +36,16 @@ fn includes(text: &str) -> Vec<(String, Option<String>)> {
         .map(|rest| {
             let target = rest.split("}}").next().unwrap().trim();
             match target.split_once(':') {
-                Some((path, lines)) if lines.chars().all(|c| c.is_ascii_digit() || c == ':') => {
+                Some((path, lines))
+                    if lines
+                        .chars()
+                        .all(|c| c.is_ascii_digit() || c == ':') =>
+                {
                     (path.to_owned(), None)
                 }
-                Some((path, anchor)) => (path.to_owned(), Some(anchor.to_owned())),
+                Some((path, anchor)) => {
+                    (path.to_owned(), Some(anchor.to_owned()))
+                }
                 None => (target.to_owned(), None),
             }
         })
@@ -53,7 +59,9 @@ fn code_blocks(text: &str) -> Vec<(String, Vec<String>)> {
     for line in text.lines() {
         let trimmed = line.trim_start();
         match (&mut open, trimmed.strip_prefix("```")) {
-            (None, Some(info)) => open = Some((info.trim().to_owned(), Vec::new())),
+            (None, Some(info)) => {
+                open = Some((info.trim().to_owned(), Vec::new()))
+            }
             (Some(_), Some(_)) => blocks.push(open.take().unwrap()),
             (Some((_, body)), None) => body.push(trimmed.to_owned()),
             (None, None) => {}
@@ -103,8 +111,9 @@ fn every_include_resolves_to_an_existing_anchor() {
         let dir = page.parent().unwrap();
         for (path, anchor) in includes(&text) {
             let file = dir.join(&path);
-            let source = fs::read_to_string(&file)
-                .unwrap_or_else(|e| panic!("{}: {{{{#include {path}}}}}: {e}", page.display()));
+            let source = fs::read_to_string(&file).unwrap_or_else(|e| {
+                panic!("{}: {{{{#include {path}}}}}: {e}", page.display())
+            });
             if let Some(anchor) = anchor {
                 for marker in [
                     format!("// ANCHOR: {anchor}\n"),

@@ -44,7 +44,9 @@ fn main() -> anyhow::Result<()> {
     let train_device = device.clone().autodiff();
     let data = NmtData::new(&load_fra_eng(None)?, 10, 600)?;
     train_device.seed(seed);
-    let config = |vocab_size| Seq2SeqConfig::new(vocab_size, 32, 32, 2).with_dropout(0.1);
+    let config = |vocab_size| {
+        Seq2SeqConfig::new(vocab_size, 32, 32, 2).with_dropout(0.1)
+    };
     let model = EncoderDecoder {
         encoder: config(data.src_vocab.len()).init_encoder(&train_device),
         decoder: config(data.tgt_vocab.len()).init_decoder(&train_device),
@@ -53,7 +55,9 @@ fn main() -> anyhow::Result<()> {
         .with_batch_size(64)
         .with_num_epochs(num_epochs);
     let mut last = None;
-    let model = train_seq2seq(model, &data, &config, &train_device, |e| last = Some(e))?;
+    let model = train_seq2seq(model, &data, &config, &train_device, |e| {
+        last = Some(e)
+    })?;
     let last = last.expect("at least one epoch");
     println!(
         "{num_epochs} epochs on {backend}, seed {seed}: loss {:.3}, {:.0} tokens/s, {:.1} s",
@@ -64,7 +68,14 @@ fn main() -> anyhow::Result<()> {
     let model = model.valid();
     let mut total = 0.0;
     for (eng, fra) in EXAMPLES {
-        let t = predict_seq2seq(&model, eng, &data.src_vocab, &data.tgt_vocab, 10, &device)?;
+        let t = predict_seq2seq(
+            &model,
+            eng,
+            &data.src_vocab,
+            &data.tgt_vocab,
+            10,
+            &device,
+        )?;
         let score = bleu(&t.text, fra, 2);
         total += score;
         println!("  {eng} => {}, bleu {score:.3}", t.text);

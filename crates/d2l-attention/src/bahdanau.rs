@@ -8,7 +8,9 @@ use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig};
 use burn::prelude::Config;
 use burn::tensor::{Device, Int, Tensor};
 
-use crate::attention_scoring::{AdditiveAttention, AdditiveAttentionConfig, AttentionError};
+use crate::attention_scoring::{
+    AdditiveAttention, AdditiveAttentionConfig, AttentionError,
+};
 use crate::rnn::{StackedGru, StackedGruConfig, XAVIER};
 
 /// Configuration shared by [`Seq2SeqEncoder`] and
@@ -59,7 +61,8 @@ impl Seq2SeqConfig {
     /// ```
     pub fn init_encoder(&self, device: &Device) -> Seq2SeqEncoder {
         Seq2SeqEncoder {
-            embedding: EmbeddingConfig::new(self.vocab_size, self.embed_size).init(device),
+            embedding: EmbeddingConfig::new(self.vocab_size, self.embed_size)
+                .init(device),
             rnn: self.gru(self.embed_size, device),
         }
     }
@@ -86,7 +89,8 @@ impl Seq2SeqConfig {
                 .with_dropout(self.dropout)
                 .with_initializer(XAVIER)
                 .init(device),
-            embedding: EmbeddingConfig::new(self.vocab_size, self.embed_size).init(device),
+            embedding: EmbeddingConfig::new(self.vocab_size, self.embed_size)
+                .init(device),
             rnn: self.gru(self.embed_size + h, device),
             dense: LinearConfig::new(h, self.vocab_size)
                 .with_initializer(XAVIER)
@@ -179,7 +183,8 @@ impl Seq2SeqEncoder {
         let mut states = self.rnn.zero_states(batch_size, &x.device());
         let outputs: Vec<Tensor<2>> = (0..num_steps)
             .map(|t| {
-                let embedded = self.embedding.forward(x.clone().narrow(1, t, 1));
+                let embedded =
+                    self.embedding.forward(x.clone().narrow(1, t, 1));
                 self.rnn.step(embedded.squeeze_dim(1), &mut states)
             })
             .collect();
@@ -358,10 +363,14 @@ impl Seq2SeqAttentionDecoder {
             .clone()
             .unsqueeze_dim(1);
         for t in 0..x.dims()[1] {
-            let attended = self.attention.attend(query, &keys)?; // context: (batch_size, 1, num_hiddens)
-            let embedded = self.embedding.forward(x.clone().narrow(1, t, 1)); // (batch_size, 1, embed_size)
-            let input = Tensor::cat(vec![attended.output, embedded], 2).squeeze_dim(1);
-            query = self.rnn.step(input, &mut states).unsqueeze_dim(1); // the top layer's new state
+            // context: (batch_size, 1, num_hiddens)
+            let attended = self.attention.attend(query, &keys)?;
+            // (batch_size, 1, embed_size)
+            let embedded = self.embedding.forward(x.clone().narrow(1, t, 1));
+            let input =
+                Tensor::cat(vec![attended.output, embedded], 2).squeeze_dim(1);
+            // the top layer's new state
+            query = self.rnn.step(input, &mut states).unsqueeze_dim(1);
             outputs.push(query.clone());
             weights.push(attended.attention_weights);
         }
@@ -378,13 +387,18 @@ impl Seq2SeqAttentionDecoder {
     }
     // ANCHOR_END: decoder_forward
 
-    fn check_state(&self, x: &Tensor<2, Int>, state: &DecoderState) -> Result<(), AttentionError> {
+    fn check_state(
+        &self,
+        x: &Tensor<2, Int>,
+        state: &DecoderState,
+    ) -> Result<(), AttentionError> {
         let [batch_size, num_steps] = x.dims();
         if num_steps == 0 {
             return Err(AttentionError::Shape {
                 arg: "x",
                 got: x.dims().to_vec(),
-                expected: "(batch_size, num_steps) with at least one step".into(),
+                expected: "(batch_size, num_steps) with at least one step"
+                    .into(),
             });
         }
         let num_layers = self.rnn.layers.len();
@@ -413,7 +427,9 @@ impl Seq2SeqAttentionDecoder {
             return Err(AttentionError::Shape {
                 arg: "state.enc_outputs",
                 got: enc.to_vec(),
-                expected: format!("({batch_size}, num_src_steps, {num_hiddens})"),
+                expected: format!(
+                    "({batch_size}, num_src_steps, {num_hiddens})"
+                ),
             });
         }
         Ok(())

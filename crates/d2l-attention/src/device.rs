@@ -24,7 +24,8 @@ pub const DEVICE_ENV: &str = "D2L_DEVICE";
 ///
 /// assert!(VALID_DEVICES.starts_with("flex, libtorch"));
 /// ```
-pub const VALID_DEVICES: &str = "flex, libtorch, libtorch-cuda:N (N = GPU index)";
+pub const VALID_DEVICES: &str =
+    "flex, libtorch, libtorch-cuda:N (N = GPU index)";
 
 /// A reader's choice of backend for the book's code (named so as not to
 /// collide with burn's `Backend` trait).
@@ -69,7 +70,9 @@ pub enum DeviceError {
         given: String,
     },
     /// [`DEVICE_ENV`] names no backend.
-    #[error("{DEVICE_ENV}=`{given}` names an unknown device; valid choices: {VALID_DEVICES}")]
+    #[error(
+        "{DEVICE_ENV}=`{given}` names an unknown device; valid choices: {VALID_DEVICES}"
+    )]
     UnknownInEnv {
         /// The variable's value.
         given: String,
@@ -101,7 +104,8 @@ impl FromStr for BackendChoice {
             "flex" => Ok(BackendChoice::Flex),
             "libtorch" => Ok(BackendChoice::LibTorch),
             _ => {
-                let index = name.strip_prefix("libtorch-cuda:").ok_or_else(unknown)?;
+                let index =
+                    name.strip_prefix("libtorch-cuda:").ok_or_else(unknown)?;
                 index
                     .parse()
                     .map(BackendChoice::LibTorchCuda)
@@ -167,7 +171,8 @@ impl BackendChoice {
         match self {
             BackendChoice::Flex => Ok(Device::flex()),
             #[cfg(feature = "tch")]
-            #[allow(deprecated)] // burn marks tch for removal; it is our second backend
+            #[allow(deprecated)]
+            // burn marks tch for removal; it is our second backend
             BackendChoice::LibTorch => Ok(Device::libtorch()),
             #[cfg(feature = "tch")]
             #[allow(deprecated)]

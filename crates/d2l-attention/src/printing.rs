@@ -18,7 +18,10 @@ use burn::tensor::Tensor;
 /// let x = Tensor::<2>::from_floats([[0.1, 0.2], [0.3, 0.4]], &Device::flex());
 /// assert_eq!(format_tensor(x, 2), "[[0.10, 0.20],\n [0.30, 0.40]]");
 /// ```
-pub fn format_tensor<const D: usize>(tensor: Tensor<D>, decimals: usize) -> String {
+pub fn format_tensor<const D: usize>(
+    tensor: Tensor<D>,
+    decimals: usize,
+) -> String {
     let dims = tensor.dims();
     let values = tensor
         .try_into_vec_as::<f32>()
@@ -26,7 +29,12 @@ pub fn format_tensor<const D: usize>(tensor: Tensor<D>, decimals: usize) -> Stri
     nest(&values, &dims, decimals, 0)
 }
 
-fn nest(values: &[f32], dims: &[usize], decimals: usize, depth: usize) -> String {
+fn nest(
+    values: &[f32],
+    dims: &[usize],
+    decimals: usize,
+    depth: usize,
+) -> String {
     if dims.len() <= 1 {
         return format_row(values, decimals);
     }
@@ -49,6 +57,7 @@ fn nest(values: &[f32], dims: &[usize], decimals: usize, depth: usize) -> String
 /// assert_eq!(format_row(&[0.5, 1.0 / 3.0], 3), "[0.500, 0.333]");
 /// ```
 pub fn format_row(values: &[f32], decimals: usize) -> String {
-    let items: Vec<String> = values.iter().map(|v| format!("{v:.decimals$}")).collect();
+    let items: Vec<String> =
+        values.iter().map(|v| format!("{v:.decimals$}")).collect();
     format!("[{}]", items.join(", "))
 }

@@ -28,7 +28,11 @@ use rand_distr::StandardNormal;
 /// let again = randn([2, 3], 0, &Device::flex());
 /// assert_eq!(x.to_data(), again.to_data());
 /// ```
-pub fn randn<const D: usize>(shape: [usize; D], seed: u64, device: &Device) -> Tensor<D> {
+pub fn randn<const D: usize>(
+    shape: [usize; D],
+    seed: u64,
+    device: &Device,
+) -> Tensor<D> {
     let mut rng = ChaCha12Rng::seed_from_u64(seed);
     let n = shape.iter().product();
     let values: Vec<f32> = (0..n).map(|_| rng.sample(StandardNormal)).collect();
@@ -48,7 +52,11 @@ pub fn randn<const D: usize>(shape: [usize; D], seed: u64, device: &Device) -> T
 /// let values = x.try_into_vec_as::<f32>().unwrap();
 /// assert!(values.iter().all(|v| (0.0..1.0).contains(v)));
 /// ```
-pub fn rand<const D: usize>(shape: [usize; D], seed: u64, device: &Device) -> Tensor<D> {
+pub fn rand<const D: usize>(
+    shape: [usize; D],
+    seed: u64,
+    device: &Device,
+) -> Tensor<D> {
     let mut rng = ChaCha12Rng::seed_from_u64(seed);
     let n = shape.iter().product();
     let values: Vec<f32> = (0..n).map(|_| rng.random::<f32>()).collect();

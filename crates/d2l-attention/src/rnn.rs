@@ -126,7 +126,10 @@ impl GruLayer {
         let g = self.hidden.forward(h.clone());
         let rz = sigmoid((x.clone() + g.clone()).narrow(1, 0, 2 * d));
         let (r, z) = (rz.clone().narrow(1, 0, d), rz.narrow(1, d, d));
-        let n = sigmoid((x.narrow(1, 2 * d, d) + r * g.narrow(1, 2 * d, d)) * 2.0) * 2.0 - 1.0;
+        let n =
+            sigmoid((x.narrow(1, 2 * d, d) + r * g.narrow(1, 2 * d, d)) * 2.0)
+                * 2.0
+                - 1.0;
         (h - n.clone()) * z + n
     }
 }
@@ -173,7 +176,11 @@ impl StackedGru {
     /// let states = gru.zero_states(4, &device);
     /// assert_eq!(states.iter().map(|s| s.dims()).collect::<Vec<_>>(), [[4, 16], [4, 16]]);
     /// ```
-    pub fn zero_states(&self, batch_size: usize, device: &Device) -> Vec<Tensor<2>> {
+    pub fn zero_states(
+        &self,
+        batch_size: usize,
+        device: &Device,
+    ) -> Vec<Tensor<2>> {
         let first = self
             .layers
             .first()
@@ -212,7 +219,9 @@ impl StackedGru {
             "`states` must hold one state per layer"
         );
         let mut x = x;
-        for (i, (layer, h)) in self.layers.iter().zip(states.iter_mut()).enumerate() {
+        for (i, (layer, h)) in
+            self.layers.iter().zip(states.iter_mut()).enumerate()
+        {
             if i > 0 {
                 x = self.dropout.forward(x);
             }

@@ -10,7 +10,11 @@ use d2l_attention::machine_translation::NmtData;
 use d2l_attention::random::{rand, randn};
 use d2l_attention::seq2seq::*;
 
-fn ints<const D: usize>(data: Vec<i64>, shape: [usize; D], device: &Device) -> Tensor<D, Int> {
+fn ints<const D: usize>(
+    data: Vec<i64>,
+    shape: [usize; D],
+    device: &Device,
+) -> Tensor<D, Int> {
     Tensor::from_data(TensorData::new(data, shape), device)
 }
 
@@ -19,10 +23,15 @@ fn ints<const D: usize>(data: Vec<i64>, shape: [usize; D], device: &Device) -> T
 struct SeededInit(u64);
 
 impl ModuleMapper for SeededInit {
-    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+    fn map_float<const D: usize>(
+        &mut self,
+        param: Param<Tensor<D>>,
+    ) -> Param<Tensor<D>> {
         self.0 += 1;
         let seed = self.0;
-        param.map(|t| ((rand(t.dims(), seed, &t.device()) - 0.5) * 0.8).require_grad())
+        param.map(|t| {
+            ((rand(t.dims(), seed, &t.device()) - 0.5) * 0.8).require_grad()
+        })
     }
 }
 
@@ -31,7 +40,8 @@ impl ModuleMapper for SeededInit {
 fn shapes_match_the_seed() {
     let device = Device::flex();
     let config = Seq2SeqConfig::new(10, 8, 16, 2);
-    let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+    let (encoder, decoder) =
+        (config.init_encoder(&device), config.init_decoder(&device));
     let x = Tensor::<2, Int>::zeros([4, 7], &device);
     let encoded = encoder.forward(x.clone());
     assert_eq!(encoded.outputs.dims(), [4, 7, 16]);
@@ -52,11 +62,14 @@ fn masked_loss_ignores_padding_and_has_its_closed_form() {
     let valid_len = ints(vec![4, 2], [2], &device);
     // Uniform scores over 5 classes: ln 5 per valid token, averaged over 4 steps.
     let uniform = Tensor::<3>::zeros([2, 4, 5], &device);
-    let loss = masked_softmax_ce_loss(uniform, label.clone(), valid_len.clone()).unwrap();
+    let loss =
+        masked_softmax_ce_loss(uniform, label.clone(), valid_len.clone())
+            .unwrap();
     let loss = loss.try_into_vec_as::<f64>().unwrap();
     let ln5 = 5f64.ln();
     assert!(
-        (loss[0] - ln5).abs() < 1e-6 && (loss[1] - ln5 * 2.0 / 4.0).abs() < 1e-6,
+        (loss[0] - ln5).abs() < 1e-6
+            && (loss[1] - ln5 * 2.0 / 4.0).abs() < 1e-6,
         "{loss:?}"
     );
     // Scores at padded steps (sequence 1, steps 2 and 3) do not count.
@@ -67,7 +80,8 @@ fn masked_loss_ignores_padding_and_has_its_closed_form() {
         .expand([2, 4, 5])
         .greater_equal(valid_len.clone().reshape([2, 1, 1]).expand([2, 4, 5]));
     let changed = pred.clone() + noise.mask_fill(padded.bool_not(), 0.0);
-    let a = masked_softmax_ce_loss(pred, label.clone(), valid_len.clone()).unwrap();
+    let a =
+        masked_softmax_ce_loss(pred, label.clone(), valid_len.clone()).unwrap();
     let b = masked_softmax_ce_loss(changed, label.clone(), valid_len).unwrap();
     assert_eq!(
         a.try_into_vec_as::<f32>().unwrap(),
@@ -131,11 +145,14 @@ fn clipping_rescales_the_global_norm_only_when_above_theta() {
 #[test]
 fn twenty_steps_on_a_tiny_batch_drive_the_loss_down() {
     let device = Device::flex().autodiff();
-    let text = "go .\tva !\nhi .\tsalut !\nrun !\tcours !\nwho ?\tqui ?\n".repeat(2);
+    let text =
+        "go .\tva !\nhi .\tsalut !\nrun !\tcours !\nwho ?\tqui ?\n".repeat(2);
     let data = NmtData::new(&text, 5, 8).unwrap();
     let model = EncoderDecoder {
-        encoder: Seq2SeqConfig::new(data.src_vocab.len(), 8, 16, 2).init_encoder(&device),
-        decoder: Seq2SeqConfig::new(data.tgt_vocab.len(), 8, 16, 2).init_decoder(&device),
+        encoder: Seq2SeqConfig::new(data.src_vocab.len(), 8, 16, 2)
+            .init_encoder(&device),
+        decoder: Seq2SeqConfig::new(data.tgt_vocab.len(), 8, 16, 2)
+            .init_decoder(&device),
     }
     .map(&mut SeededInit(0));
     let config = TrainConfig::new().with_lr(0.02);
@@ -145,7 +162,9 @@ fn twenty_steps_on_a_tiny_batch_drive_the_loss_down() {
     let mut model = model;
     let mut losses = Vec::new();
     for _ in 0..20 {
-        let step = train_batch(model, &mut optimizer, batch.clone(), bos, &config).unwrap();
+        let step =
+            train_batch(model, &mut optimizer, batch.clone(), bos, &config)
+                .unwrap();
         assert_eq!(step.num_tokens, 24, "3 tokens per target, 8 targets");
         losses.push(step.loss_sum / step.num_tokens as f64);
         model = step.model;
@@ -173,8 +192,10 @@ fn prediction_stops_and_its_weights_cover_the_valid_source() {
     let text = "go .\tva !\nhi .\tsalut !\n".repeat(2);
     let data = NmtData::new(&text, 6, 4).unwrap();
     let model = EncoderDecoder {
-        encoder: Seq2SeqConfig::new(data.src_vocab.len(), 4, 8, 2).init_encoder(&device),
-        decoder: Seq2SeqConfig::new(data.tgt_vocab.len(), 4, 8, 2).init_decoder(&device),
+        encoder: Seq2SeqConfig::new(data.src_vocab.len(), 4, 8, 2)
+            .init_encoder(&device),
+        decoder: Seq2SeqConfig::new(data.tgt_vocab.len(), 4, 8, 2)
+            .init_decoder(&device),
     };
     let predict = |sentence| {
         predict_seq2seq(
@@ -208,7 +229,10 @@ fn prediction_stops_and_its_weights_cover_the_valid_source() {
                 row[valid..].iter().all(|&x| x == 0.0),
                 "{sentence}: {row:?}"
             );
-            assert!(row[..valid].iter().all(|&x| x > 0.0), "{sentence}: {row:?}");
+            assert!(
+                row[..valid].iter().all(|&x| x > 0.0),
+                "{sentence}: {row:?}"
+            );
         }
     }
     // The source is lowercased; a sentence longer than num_steps is cut
@@ -223,14 +247,28 @@ fn prediction_stops_and_its_weights_cover_the_valid_source() {
     let w = long.attention_weights.try_into_vec_as::<f32>().unwrap();
     assert!(w.iter().all(|&x| x > 0.0), "{w:?}");
     // Bad arguments are named.
-    let err = predict_seq2seq(&model, "go .", &data.src_vocab, &data.tgt_vocab, 0, &device);
+    let err = predict_seq2seq(
+        &model,
+        "go .",
+        &data.src_vocab,
+        &data.tgt_vocab,
+        0,
+        &device,
+    );
     assert!(err.unwrap_err().to_string().contains("num_steps"));
     let small = Seq2SeqConfig::new(3, 4, 8, 1);
     let small = EncoderDecoder {
         encoder: small.init_encoder(&device),
         decoder: small.init_decoder(&device),
     };
-    let err = predict_seq2seq(&small, "go .", &data.src_vocab, &data.tgt_vocab, 6, &device);
+    let err = predict_seq2seq(
+        &small,
+        "go .",
+        &data.src_vocab,
+        &data.tgt_vocab,
+        6,
+        &device,
+    );
     let err = err.unwrap_err().to_string();
     assert!(
         err.contains("src_vocab") && err.contains("embeds 3"),
@@ -277,7 +315,8 @@ fn a_saved_model_loads_back_identical() {
 fn bad_states_and_devices_are_named() {
     let device = Device::flex();
     let config = Seq2SeqConfig::new(10, 8, 16, 2);
-    let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+    let (encoder, decoder) =
+        (config.init_encoder(&device), config.init_decoder(&device));
     let x = Tensor::<2, Int>::zeros([4, 7], &device);
     let mut state = decoder.init_state(encoder.forward(x.clone()), None);
     state.hidden_state = Tensor::zeros([1, 4, 16], &device);
@@ -302,8 +341,14 @@ fn bad_states_and_devices_are_named() {
     let text = "go .\tva !\nhi .\tsalut !\n".repeat(2);
     let data = NmtData::new(&text, 5, 4).unwrap();
     let model = EncoderDecoder { encoder, decoder };
-    let err =
-        train_seq2seq(model.clone(), &data, &TrainConfig::new(), &device, |_| {}).unwrap_err();
+    let err = train_seq2seq(
+        model.clone(),
+        &data,
+        &TrainConfig::new(),
+        &device,
+        |_| {},
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("autodiff"), "{err}");
     // Settings that cannot train.
     let ad = device.autodiff();
@@ -354,13 +399,18 @@ fn skipping_padding_changes_neither_loss_nor_gradient() {
     let decoded = model
         .forward(batch.x.clone(), dec_x, Some(batch.x_valid_len.clone()))
         .unwrap();
-    let loss = masked_softmax_ce_loss(decoded.output, batch.y.clone(), batch.y_valid_len.clone())
-        .unwrap()
-        .sum();
+    let loss = masked_softmax_ce_loss(
+        decoded.output,
+        batch.y.clone(),
+        batch.y_valid_len.clone(),
+    )
+    .unwrap()
+    .sum();
     let full_loss = loss.clone().into_scalar::<f64>();
     let mut grads = GradientsParams::from_grads(loss.backward(), &model);
     let full_norm = grad_clipping(&model, &mut grads, f64::INFINITY);
-    let step = train_batch(model, &mut adam(), batch, 1, &TrainConfig::new()).unwrap();
+    let step =
+        train_batch(model, &mut adam(), batch, 1, &TrainConfig::new()).unwrap();
     assert!(
         (step.loss_sum - full_loss).abs() < 1e-6 * full_loss,
         "{} vs {full_loss}",
@@ -391,7 +441,8 @@ i'm home . => je suis chez moi ., bleu 1.000
 fn training_facts_hold_for_any_machine_s_run_and_catch_a_failed_one() {
     train_facts(TRAIN_OUTPUT).unwrap();
     // "he's calm ." is not a training pair: any translation is a valid run.
-    let calm = TRAIN_OUTPUT.replace("il est bon ., bleu 0.658", "il essaye ., bleu 0.000");
+    let calm = TRAIN_OUTPUT
+        .replace("il est bon ., bleu 0.658", "il essaye ., bleu 0.000");
     train_facts(&calm).unwrap();
     let cases = [
         (

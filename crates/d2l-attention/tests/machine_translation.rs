@@ -38,13 +38,16 @@ fn a_corpus_saved_with_windows_line_endings_reads_like_the_original() {
     assert_eq!(pairs.source, [["go", "."], ["hi", "."]]);
     assert_eq!(pairs.target, [["va", "!"], ["salut", "!"]]);
     // Text that never went through `read_corpus` tokenises the same way.
-    let direct = tokenize_nmt(&preprocess_nmt("Go.\tVa !\r\nHi.\tSalut !\r\n"), None);
+    let direct =
+        tokenize_nmt(&preprocess_nmt("Go.\tVa !\r\nHi.\tSalut !\r\n"), None);
     assert_eq!(direct, pairs);
 }
 
 #[test]
-fn tokenising_skips_and_counts_malformed_lines_and_keeps_exactly_num_examples() {
-    let text = "go .\tva !\nno tab here\nhi .\tsalut !\na\tb\tc\nrun !\tcours !\n";
+fn tokenising_skips_and_counts_malformed_lines_and_keeps_exactly_num_examples()
+{
+    let text =
+        "go .\tva !\nno tab here\nhi .\tsalut !\na\tb\tc\nrun !\tcours !\n";
     let all = tokenize_nmt(text, None);
     assert_eq!(
         all.source,
@@ -79,8 +82,10 @@ fn vocab_orders_by_frequency_with_ties_in_order_of_appearance() {
 fn arrays_are_padded_with_eos_and_valid_lengths() {
     assert_eq!(truncate_pad(&[47, 4], 4, 1), [47, 4, 1, 1]);
     assert_eq!(truncate_pad(&[5, 6, 7, 8, 9], 3, 1), [5, 6, 7]);
-    let vocab = Vocab::new(&lines(&["go .", "go ."]), 1, &["<pad>", "<bos>", "<eos>"]);
-    let (array, valid) = build_array_nmt(&lines(&["go .", "go go go go go"]), &vocab, 4);
+    let vocab =
+        Vocab::new(&lines(&["go .", "go ."]), 1, &["<pad>", "<bos>", "<eos>"]);
+    let (array, valid) =
+        build_array_nmt(&lines(&["go .", "go go go go go"]), &vocab, 4);
     assert_eq!(array, [4, 5, 3, 1, 4, 4, 4, 4]);
     assert_eq!(valid, [3, 4]);
 }
@@ -89,7 +94,13 @@ fn arrays_are_padded_with_eos_and_valid_lengths() {
 fn load_data_nmt_batches_every_pair_once_in_a_seeded_order() {
     // 600 pairs of 2 to 11 tokens (with `<eos>`), so some are cut at 10.
     let text: String = (0..600)
-        .map(|i| format!("go{} .\tva{} !\n", " on".repeat(i % 10), " x".repeat(i % 7)))
+        .map(|i| {
+            format!(
+                "go{} .\tva{} !\n",
+                " on".repeat(i % 10),
+                " x".repeat(i % 7)
+            )
+        })
         .collect();
     let data = NmtData::new(&text, 10, 600).unwrap();
     assert_eq!(data.len(), 600);
@@ -152,7 +163,9 @@ fn a_missing_explicit_path_is_an_error_even_with_a_cache() {
 #[test]
 fn bleu_matches_d2l_known_values() {
     assert!((bleu("va", "va !", 2) - (-1.0f64).exp()).abs() < 1e-12);
-    assert!((bleu("il est mouillé .", "il est calme .", 2) - 0.658).abs() < 1e-3);
+    assert!(
+        (bleu("il est mouillé .", "il est calme .", 2) - 0.658).abs() < 1e-3
+    );
     assert!((bleu("je perdu .", "j'ai perdu .", 2) - 0.6866).abs() < 1e-4);
     assert_eq!(bleu("je suis chez moi .", "je suis chez moi .", 2), 1.0);
     assert_eq!(bleu("", "va !", 2), 0.0);
@@ -194,7 +207,9 @@ fn a_folder_or_zip_given_explicitly_is_used() {
         ("fra-eng/fra.txt", CORPUS),
     ]);
     std::fs::write(zipped.path().join("fra-eng.zip"), &bytes).unwrap();
-    let found = locate_fra_eng(Some(zipped.path()), &cache, Source { sha1, ..offline }).unwrap();
+    let found =
+        locate_fra_eng(Some(zipped.path()), &cache, Source { sha1, ..offline })
+            .unwrap();
     assert_eq!(found, cache.join("fra.txt"));
     assert_eq!(std::fs::read(&found).unwrap(), CORPUS);
     // Next time the cache answers, even with no explicit path.
@@ -218,15 +233,18 @@ fn damaged_zips_are_refused_and_leave_nothing_behind() {
     let (good, _) = make_zip(&[("fra-eng/fra.txt", CORPUS)]);
     let err = check(&good, "94646ad1522d915e7b0f9296181140edcf86a4f5");
     assert!(
-        matches!(err, DataError::Checksum { .. }) && err.to_string().contains("download it again"),
+        matches!(err, DataError::Checksum { .. })
+            && err.to_string().contains("download it again"),
         "{err}"
     );
 
     let truncated = &good[..good.len() / 2];
-    let sha = Box::leak(format!("{:x}", Sha1::digest(truncated)).into_boxed_str());
+    let sha =
+        Box::leak(format!("{:x}", Sha1::digest(truncated)).into_boxed_str());
     assert!(matches!(check(truncated, sha), DataError::BadZip { .. }));
 
-    let (slip, sha) = make_zip(&[("fra-eng/fra.txt", CORPUS), ("../../evil.txt", b"x")]);
+    let (slip, sha) =
+        make_zip(&[("fra-eng/fra.txt", CORPUS), ("../../evil.txt", b"x")]);
     let err = check(&slip, sha);
     assert!(
         matches!(&err, DataError::UnsafeMember { member, .. } if member == "../../evil.txt"),
@@ -310,7 +328,9 @@ fn a_download_is_verified_before_it_is_kept() {
     )
     .unwrap_err();
     assert!(matches!(err, DataError::Checksum { .. }), "{err}");
-    assert!(!cache.join("fra-eng.zip").exists() && !cache.join("fra.txt").exists());
+    assert!(
+        !cache.join("fra-eng.zip").exists() && !cache.join("fra.txt").exists()
+    );
     // A good one is kept and extracted.
     let found = locate_fra_eng(
         None,
@@ -329,8 +349,9 @@ fn a_download_is_verified_before_it_is_kept() {
 /// at the shared offline copy); these tests are `#[ignore]`d and run with
 /// `cargo test --workspace --test machine_translation -- --ignored`.
 fn full_corpus() -> String {
-    let folder = std::env::var_os(DATA_DIR_ENV)
-        .unwrap_or_else(|| panic!("set {DATA_DIR_ENV} to the folder holding fra.txt"));
+    let folder = std::env::var_os(DATA_DIR_ENV).unwrap_or_else(|| {
+        panic!("set {DATA_DIR_ENV} to the folder holding fra.txt")
+    });
     load_fra_eng(Some(Path::new(&folder))).unwrap()
 }
 
@@ -369,7 +390,8 @@ fn three_of_the_chapter_s_pairs_hold_a_thin_space() {
     assert_eq!(tokens(&d2l_data.src_vocab), tokens(&normalised.src_vocab));
     let (a, b) = (tokens(&d2l_data.tgt_vocab), tokens(&normalised.tgt_vocab));
     assert_eq!((a.len(), b.len()), (201, 201));
-    let respelt: Vec<(&String, &String)> = a.iter().zip(&b).filter(|(x, y)| x != y).collect();
+    let respelt: Vec<(&String, &String)> =
+        a.iter().zip(&b).filter(|(x, y)| x != y).collect();
     assert_eq!(
         respelt,
         [(&"recule\u{2009}".to_owned(), &"recule".to_owned())]

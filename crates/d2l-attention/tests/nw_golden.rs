@@ -20,7 +20,8 @@ fn nonparametric_pooling_matches_pytorch() {
             float::<1>(&g["y_train"], &device),
             float::<1>(&g["x_test"], &device),
         );
-        let (y_hat, weights) = nonparametric_pooling(x_train, y_train, x_test).unwrap();
+        let (y_hat, weights) =
+            nonparametric_pooling(x_train, y_train, x_test).unwrap();
         let w = assert_close(
             &format!("{backend} weights"),
             weights,
@@ -35,7 +36,9 @@ fn nonparametric_pooling_matches_pytorch() {
             1e-5,
             1e-5,
         );
-        eprintln!("{backend}: non-parametric max deviation: weights {w:.1e}, y_hat {y:.1e}");
+        eprintln!(
+            "{backend}: non-parametric max deviation: weights {w:.1e}, y_hat {y:.1e}"
+        );
     }
 }
 
@@ -62,7 +65,8 @@ fn parametric_training_matches_pytorch_epoch_by_epoch() {
             float::<1>(&g["x_train"], &device),
             float::<1>(&g["y_train"], &device),
         );
-        let (keys, values) = leave_one_out(x_train.clone(), y_train.clone()).unwrap();
+        let (keys, values) =
+            leave_one_out(x_train.clone(), y_train.clone()).unwrap();
         assert_close(
             &format!("{backend} keys"),
             keys,
@@ -131,7 +135,8 @@ fn parametric_training_matches_pytorch_epoch_by_epoch() {
 #[test]
 fn kernels_at_zero_and_at_their_support_edges() {
     let device = Device::flex();
-    let u = Tensor::<1>::from_floats([0.0, -1.0, 1.0, 0.5, 0.999, 3.0], &device);
+    let u =
+        Tensor::<1>::from_floats([0.0, -1.0, 1.0, 0.5, 0.999, 3.0], &device);
     let half = (-0.5f32).exp();
     let expected: [(Kernel, [f32; 6]); 5] = [
         (
@@ -163,7 +168,10 @@ fn kernels_at_zero_and_at_their_support_edges() {
     for (kernel, want) in expected {
         let got = kernel.apply(u.clone()).try_into_vec_as::<f32>().unwrap();
         for (g, w) in got.iter().zip(want) {
-            assert!((g - w).abs() < 1e-6, "{kernel}: got {got:?}, want {want:?}");
+            assert!(
+                (g - w).abs() < 1e-6,
+                "{kernel}: got {got:?}, want {want:?}"
+            );
         }
     }
 }
@@ -219,8 +227,13 @@ fn the_gaussian_kernel_with_unit_width_is_the_softmax_form() {
         float::<1>(&g["y_train"], &device),
         float::<1>(&g["x_test"], &device),
     );
-    let (y_hat, _) =
-        nadaraya_watson(x_train, y_train, x_test, Kernel::Gaussian { sigma: 1.0 }).unwrap();
+    let (y_hat, _) = nadaraya_watson(
+        x_train,
+        y_train,
+        x_test,
+        Kernel::Gaussian { sigma: 1.0 },
+    )
+    .unwrap();
     assert_close(
         "Gaussian σ = 1",
         y_hat,
@@ -261,17 +274,20 @@ fn bad_training_sets_and_empty_supports_are_errors_not_nan() {
     let empty = Tensor::<1>::from_floats([0.0f32; 0], &device);
     let queries = Tensor::<1>::from_floats([0.0, 1.0], &device);
     assert_eq!(
-        nonparametric_pooling(empty.clone(), empty.clone(), queries.clone()).unwrap_err(),
+        nonparametric_pooling(empty.clone(), empty.clone(), queries.clone())
+            .unwrap_err(),
         RegressionError::NoTrainingData
     );
     let x = Tensor::<1>::from_floats([0.0, 1.0, 2.0], &device);
     let y2 = Tensor::<1>::from_floats([0.0, 1.0], &device);
     assert_eq!(
-        nadaraya_watson(x.clone(), y2, queries.clone(), Kernel::Boxcar).unwrap_err(),
+        nadaraya_watson(x.clone(), y2, queries.clone(), Kernel::Boxcar)
+            .unwrap_err(),
         RegressionError::Mismatch { x: 3, y: 2 }
     );
     let far = Tensor::<1>::from_floats([1.0, 10.0], &device);
-    let err = nadaraya_watson(x.clone(), x.clone(), far, Kernel::Boxcar).unwrap_err();
+    let err =
+        nadaraya_watson(x.clone(), x.clone(), far, Kernel::Boxcar).unwrap_err();
     assert_eq!(
         err,
         RegressionError::EmptySupport {

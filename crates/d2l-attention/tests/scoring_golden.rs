@@ -40,11 +40,12 @@ fn masked_softmax_matches_pytorch_and_masks_exactly() {
         let x = float::<3>(&g["X"], &device);
         for case in g["cases"].as_array().unwrap() {
             let lens = &case["valid_lens"];
-            let valid_lens: Option<ValidLens> = match lens["shape"].as_array().map(|s| s.len()) {
-                Some(1) => Some(int::<1>(lens, &device).into()),
-                Some(2) => Some(int::<2>(lens, &device).into()),
-                _ => None,
-            };
+            let valid_lens: Option<ValidLens> =
+                match lens["shape"].as_array().map(|s| s.len()) {
+                    Some(1) => Some(int::<1>(lens, &device).into()),
+                    Some(2) => Some(int::<2>(lens, &device).into()),
+                    _ => None,
+                };
             let out = masked_softmax(x.clone(), valid_lens).unwrap();
             let what = format!("{backend} {}", case["name"]);
             assert_close(&what, out.clone(), &case["output"], ATOL, RTOL);
@@ -53,7 +54,10 @@ fn masked_softmax_matches_pytorch_and_masks_exactly() {
             let want = common::array(&case["output"]).1;
             for (g, w) in got.iter().zip(&want) {
                 if *w == 0.0 || *w == 0.25 {
-                    assert_eq!(*g as f64, *w, "{what}: masked entries must be exact");
+                    assert_eq!(
+                        *g as f64, *w,
+                        "{what}: masked entries must be exact"
+                    );
                 }
             }
         }
@@ -67,8 +71,11 @@ fn masked_softmax_gradient_of_fully_masked_rows_is_finite_and_matches() {
         let device = device.autodiff();
         let x = float::<3>(&g["X"], &device).require_grad();
         let c = float::<3>(&g["C"], &device);
-        let out =
-            masked_softmax(x.clone(), Some(int::<2>(&g["valid_lens"], &device).into())).unwrap();
+        let out = masked_softmax(
+            x.clone(),
+            Some(int::<2>(&g["valid_lens"], &device).into()),
+        )
+        .unwrap();
         assert_close(
             &format!("{backend} output"),
             out.clone(),
@@ -82,7 +89,13 @@ fn masked_softmax_gradient_of_fully_masked_rows_is_finite_and_matches() {
             !grad.clone().is_nan().any().into_scalar::<bool>(),
             "{backend}: NaN in the gradient"
         );
-        assert_close(&format!("{backend} grad"), grad, &g["grad_X"], ATOL, RTOL);
+        assert_close(
+            &format!("{backend} grad"),
+            grad,
+            &g["grad_X"],
+            ATOL,
+            RTOL,
+        );
     }
 }
 
@@ -141,7 +154,8 @@ fn additive_attention_matches_pytorch_and_the_closed_form() {
 fn scaled_dot_product_attention_matches_pytorch() {
     let g = golden("dot_product_attention.json");
     for (backend, device) in devices() {
-        let attention = DotProductAttentionConfig::new().with_dropout(0.1).init();
+        let attention =
+            DotProductAttentionConfig::new().with_dropout(0.1).init();
         let (q, k, v) = (
             float::<3>(&g["queries"], &device),
             float::<3>(&g["keys"], &device),
@@ -192,8 +206,12 @@ fn the_four_scoring_functions_match_pytorch() {
         };
         let dot = DotProductAttentionConfig::new().with_scaled(false).init();
         let scaled = DotProductAttentionConfig::new().init();
-        let bilinear =
-            bilinear_scores(q.clone(), k.clone(), float::<2>(&g["W_bilinear"], &device)).unwrap();
+        let bilinear = bilinear_scores(
+            q.clone(),
+            k.clone(),
+            float::<2>(&g["W_bilinear"], &device),
+        )
+        .unwrap();
         let cases: [(&str, Tensor<3>); 4] = [
             ("additive", additive.scores(q.clone(), k.clone())),
             ("dot", dot.scores(q.clone(), k.clone()).unwrap()),
@@ -209,8 +227,11 @@ fn the_four_scoring_functions_match_pytorch() {
                 ATOL,
                 RTOL,
             );
-            let weights =
-                masked_softmax(scores, Some(int::<1>(&g["valid_lens"], &device).into())).unwrap();
+            let weights = masked_softmax(
+                scores,
+                Some(int::<1>(&g["valid_lens"], &device).into()),
+            )
+            .unwrap();
             assert_close(
                 &format!("{backend} {name} weights"),
                 weights.clone(),

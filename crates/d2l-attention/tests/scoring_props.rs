@@ -7,17 +7,25 @@ use d2l_attention::listings::scoring::seeded_linear;
 use d2l_attention::random::randn;
 use proptest::prelude::*;
 
-fn lens_tensor(lens: &[i64], b: usize, q: usize, device: &Device) -> Tensor<2, Int> {
+fn lens_tensor(
+    lens: &[i64],
+    b: usize,
+    q: usize,
+    device: &Device,
+) -> Tensor<2, Int> {
     Tensor::from_data(TensorData::new(lens.to_vec(), [b, q]), device)
 }
 
 /// (batch_size, num_queries, num_keys, valid lengths, seed, another valid length row).
-fn case() -> impl Strategy<Value = (usize, usize, usize, Vec<i64>, u64, Vec<i64>)> {
-    (1usize..4, 1usize..4, 1usize..7, any::<u64>()).prop_flat_map(|(b, q, k, seed)| {
-        let lens = proptest::collection::vec(0..=k as i64, b * q);
-        let other = proptest::collection::vec(0..=k as i64, b * q);
-        (Just(b), Just(q), Just(k), lens, Just(seed), other)
-    })
+fn case()
+-> impl Strategy<Value = (usize, usize, usize, Vec<i64>, u64, Vec<i64>)> {
+    (1usize..4, 1usize..4, 1usize..7, any::<u64>()).prop_flat_map(
+        |(b, q, k, seed)| {
+            let lens = proptest::collection::vec(0..=k as i64, b * q);
+            let other = proptest::collection::vec(0..=k as i64, b * q);
+            (Just(b), Just(q), Just(k), lens, Just(seed), other)
+        },
+    )
 }
 
 proptest! {
@@ -68,7 +76,8 @@ fn valid_lens_out_of_range_is_refused() {
             }
         );
         assert!(
-            err.to_string().contains("`valid_lens`") && err.to_string().contains("0..=4"),
+            err.to_string().contains("`valid_lens`")
+                && err.to_string().contains("0..=4"),
             "{err}"
         );
     }
@@ -154,7 +163,8 @@ fn dot_product_needs_equal_query_and_key_sizes_and_names_both() {
         .unwrap_err();
     let msg = err.to_string();
     assert!(
-        msg.contains("`queries` [2, 1, 20]") && msg.contains("`keys` [2, 10, 2]"),
+        msg.contains("`queries` [2, 1, 20]")
+            && msg.contains("`keys` [2, 10, 2]"),
         "{msg}"
     );
 }

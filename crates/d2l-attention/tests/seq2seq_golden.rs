@@ -10,7 +10,9 @@ use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor};
 use common::{assert_close, devices, float, golden, int};
 use d2l_attention::attention_scoring::AdditiveAttention;
-use d2l_attention::bahdanau::{EncoderDecoder, Seq2SeqAttentionDecoder, Seq2SeqEncoder};
+use d2l_attention::bahdanau::{
+    EncoderDecoder, Seq2SeqAttentionDecoder, Seq2SeqEncoder,
+};
 use d2l_attention::machine_translation::Batch;
 use d2l_attention::rnn::{GruLayer, StackedGru};
 use d2l_attention::seq2seq::{
@@ -19,7 +21,12 @@ use d2l_attention::seq2seq::{
 use serde_json::Value;
 
 /// A Linear from torch's (out, in) weight.
-fn linear(params: &Value, weight: &str, bias: Option<&str>, device: &Device) -> Linear {
+fn linear(
+    params: &Value,
+    weight: &str,
+    bias: Option<&str>,
+    device: &Device,
+) -> Linear {
     let w: Tensor<2> = float(&params[weight], device);
     Linear {
         weight: Param::from_tensor(w.transpose()),
@@ -32,8 +39,18 @@ fn gru(params: &Value, part: &str, device: &Device) -> StackedGru {
         .map(|l| {
             let name = |kind: &str| format!("{part}.rnn.{kind}_l{l}");
             GruLayer {
-                input: linear(params, &name("weight_ih"), Some(&name("bias_ih")), device),
-                hidden: linear(params, &name("weight_hh"), Some(&name("bias_hh")), device),
+                input: linear(
+                    params,
+                    &name("weight_ih"),
+                    Some(&name("bias_ih")),
+                    device,
+                ),
+                hidden: linear(
+                    params,
+                    &name("weight_hh"),
+                    Some(&name("bias_hh")),
+                    device,
+                ),
             }
         })
         .collect();
@@ -52,7 +69,9 @@ fn embedding(params: &Value, name: &str, device: &Device) -> Embedding {
 /// The model of case j, with torch's initial weights.
 fn model(g: &Value, device: &Device) -> EncoderDecoder {
     let p = &g["params"];
-    let attention = |name: &str| linear(p, &format!("decoder.attention.{name}"), None, device);
+    let attention = |name: &str| {
+        linear(p, &format!("decoder.attention.{name}"), None, device)
+    };
     EncoderDecoder {
         encoder: Seq2SeqEncoder {
             embedding: embedding(p, "encoder.embedding", device),
@@ -134,7 +153,8 @@ fn forward_and_loss_match_pytorch() {
             ),
         ];
         // Source positions past the valid length get exactly nothing.
-        let weights = decoded.attention_weights.try_into_vec_as::<f32>().unwrap();
+        let weights =
+            decoded.attention_weights.try_into_vec_as::<f32>().unwrap();
         for (b, valid) in [(1, 2), (2, 1)] {
             for q in 0..5 {
                 for k in valid..4 {
@@ -174,7 +194,8 @@ fn clipped_gradients_match_pytorch() {
             int(&g["Y_valid_len"], &device),
         )
         .unwrap();
-        let mut grads = GradientsParams::from_grads(loss.sum().backward(), &model);
+        let mut grads =
+            GradientsParams::from_grads(loss.sum().backward(), &model);
         grad_clipping(&model, &mut grads, 0.5);
         let clipped = &g["clipped_grads"];
         let bias = grads
@@ -225,7 +246,8 @@ fn two_clipped_adam_steps_match_pytorch() {
         let mut model = model(&g, &device);
         let mut norms = Vec::new();
         for i in 0..2 {
-            let step = train_batch(model, &mut optimizer, batch(), 1, &config).unwrap();
+            let step = train_batch(model, &mut optimizer, batch(), 1, &config)
+                .unwrap();
             if i == 0 {
                 let loss_sum: f64 = common::array(&g["loss"]).1.iter().sum();
                 assert!(
@@ -247,8 +269,15 @@ fn two_clipped_adam_steps_match_pytorch() {
         let b = batch();
         let dec_x = int(&g["dec_X"], &device);
         let after = model.forward(b.x, dec_x, Some(b.x_valid_len)).unwrap();
-        let loss_after = masked_softmax_ce_loss(after.output, b.y, b.y_valid_len).unwrap();
-        let worst = assert_close("loss_after", loss_after, &g["loss_after"], 1e-4, 1e-4);
+        let loss_after =
+            masked_softmax_ce_loss(after.output, b.y, b.y_valid_len).unwrap();
+        let worst = assert_close(
+            "loss_after",
+            loss_after,
+            &g["loss_after"],
+            1e-4,
+            1e-4,
+        );
         eprintln!(
             "{backend}: grad norms {norms:?} (PyTorch {torch_norms:?}), loss after two steps off by {worst:e}"
         );

@@ -126,7 +126,8 @@ impl AdditiveAttention {
     /// ```
     // ANCHOR: additive
     pub fn scores(&self, queries: Tensor<3>, keys: Tensor<3>) -> Tensor<3> {
-        let queries = self.w_q.forward(queries).unsqueeze_dim::<4>(2); // (b, q, 1, h)
+        // (b, q, 1, h)
+        let queries = self.w_q.forward(queries).unsqueeze_dim::<4>(2);
         let keys = self.w_k.forward(keys).unsqueeze_dim::<4>(1); // (b, 1, k, h)
         let features = (queries + keys).tanh(); // (b, q, k, h)
         self.w_v.forward(features).squeeze_dim::<3>(3)
@@ -172,7 +173,8 @@ impl AdditiveAttention {
         valid_lens: Option<ValidLens>,
     ) -> Result<Attended, AttentionError> {
         check_qkv(&queries, &keys, &values)?;
-        let projected = self.project(keys, values, valid_lens, queries.dims()[1])?;
+        let projected =
+            self.project(keys, values, valid_lens, queries.dims()[1])?;
         self.attend(queries, &projected)
     }
 
@@ -292,7 +294,9 @@ impl AdditiveAttention {
             return Err(AttentionError::Shape {
                 arg: "projected",
                 got: projected.keys.dims().to_vec(),
-                expected: format!("keys projected to num_hiddens {num_hiddens}"),
+                expected: format!(
+                    "keys projected to num_hiddens {num_hiddens}"
+                ),
             });
         }
         let [b, num_queries, d] = queries.dims();
@@ -304,16 +308,21 @@ impl AdditiveAttention {
             });
         }
         let mask_queries = projected.mask.as_ref().map_or(1, |m| m.dims()[1]);
-        if b != batch_size || (mask_queries != 1 && mask_queries != num_queries) {
+        if b != batch_size || (mask_queries != 1 && mask_queries != num_queries)
+        {
             return Err(AttentionError::Shape {
                 arg: "queries",
                 got: queries.dims().to_vec(),
-                expected: format!("({batch_size}, {mask_queries}, {query_size})"),
+                expected: format!(
+                    "({batch_size}, {mask_queries}, {query_size})"
+                ),
             });
         }
-        let queries = linear(queries, projected.w_q.clone(), None).unsqueeze_dim::<4>(2);
+        let queries =
+            linear(queries, projected.w_q.clone(), None).unsqueeze_dim::<4>(2);
         let features = sigmoid(queries + projected.keys.clone()); // (tanh + 1) / 2
-        let scores = linear(features, projected.w_v.clone(), None).squeeze_dim::<3>(3);
+        let scores =
+            linear(features, projected.w_v.clone(), None).squeeze_dim::<3>(3);
         let scores = match &projected.mask {
             Some(mask) => {
                 let shape = [batch_size, num_queries, num_keys];

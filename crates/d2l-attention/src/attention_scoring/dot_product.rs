@@ -96,7 +96,11 @@ impl DotProductAttention {
     /// assert!((scores[0] - 2f32.sqrt()).abs() < 1e-6 && (scores[1] - 8f32.sqrt()).abs() < 1e-6);
     /// ```
     // ANCHOR: dot_product
-    pub fn scores(&self, queries: Tensor<3>, keys: Tensor<3>) -> Result<Tensor<3>, AttentionError> {
+    pub fn scores(
+        &self,
+        queries: Tensor<3>,
+        keys: Tensor<3>,
+    ) -> Result<Tensor<3>, AttentionError> {
         let (q, k) = (queries.dims(), keys.dims());
         if q[2] != k[2] || q[0] != k[0] {
             let why = if q[0] != k[0] {
@@ -211,7 +215,8 @@ pub fn bilinear_scores(
             "w must be (key_size, query_size)",
         ));
     }
-    let projected = queries.matmul(w.transpose().unsqueeze_dim::<3>(0)); // (b, q, key_size)
+    // (b, q, key_size)
+    let projected = queries.matmul(w.transpose().unsqueeze_dim::<3>(0));
     Ok(projected.matmul(keys.swap_dims(1, 2)))
 }
 // ANCHOR_END: bilinear
@@ -249,17 +254,25 @@ pub fn self_attention_loop(
         w_v.clone().matmul(x.clone()),
     );
     let [d3, n] = q.dims();
-    let column = |m: &Tensor<2>, j: usize| m.clone().narrow(1, j, 1); // (rows, 1)
+    // (rows, 1)
+    let column = |m: &Tensor<2>, j: usize| m.clone().narrow(1, j, 1);
     let outputs: Vec<Tensor<2>> = (0..n)
         .map(|i| {
             let scores: Vec<f32> = (0..n)
                 .map(|j| {
-                    (column(&k, j) * column(&q, i)).sum().into_scalar::<f32>() / (d3 as f32).sqrt()
+                    (column(&k, j) * column(&q, i)).sum().into_scalar::<f32>()
+                        / (d3 as f32).sqrt()
                 })
                 .collect();
-            let alpha = softmax(Tensor::<1>::from_floats(scores.as_slice(), &x.device()), 0);
+            let alpha = softmax(
+                Tensor::<1>::from_floats(scores.as_slice(), &x.device()),
+                0,
+            );
             (0..n)
-                .map(|j| column(&v, j) * alpha.clone().narrow(0, j, 1).unsqueeze::<2>())
+                .map(|j| {
+                    column(&v, j)
+                        * alpha.clone().narrow(0, j, 1).unsqueeze::<2>()
+                })
                 .reduce(|a, b| a + b)
                 .expect("N > 0")
         })

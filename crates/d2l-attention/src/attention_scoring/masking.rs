@@ -49,17 +49,23 @@ impl ValidLens {
         num_queries: usize,
         num_keys: usize,
     ) -> Result<Tensor<3, Int>, AttentionError> {
-        let expected = || format!("({batch_size},) or ({batch_size}, {num_queries})");
+        let expected =
+            || format!("({batch_size},) or ({batch_size}, {num_queries})");
         let (lens, dims): (Tensor<3, Int>, Vec<usize>) = match self {
             ValidLens::PerSequence(t) if t.dims() == [batch_size] => (
-                t.reshape([batch_size, 1, 1])
-                    .expand([batch_size, num_queries, 1]),
+                t.reshape([batch_size, 1, 1]).expand([
+                    batch_size,
+                    num_queries,
+                    1,
+                ]),
                 vec![batch_size],
             ),
-            ValidLens::PerQuery(t) if t.dims() == [batch_size, num_queries] => (
-                t.reshape([batch_size, num_queries, 1]),
-                vec![batch_size, num_queries],
-            ),
+            ValidLens::PerQuery(t) if t.dims() == [batch_size, num_queries] => {
+                (
+                    t.reshape([batch_size, num_queries, 1]),
+                    vec![batch_size, num_queries],
+                )
+            }
             ValidLens::PerSequence(t) => {
                 return Err(AttentionError::Shape {
                     arg: "valid_lens",
@@ -79,7 +85,9 @@ impl ValidLens {
             .clone()
             .try_into_vec_as::<i64>()
             .map_err(|e| AttentionError::Unreadable(e.to_string()))?;
-        if let Some(i) = values.iter().position(|&v| v < 0 || v as usize > num_keys) {
+        if let Some(i) =
+            values.iter().position(|&v| v < 0 || v as usize > num_keys)
+        {
             // The position in the caller's tensor: (b,) or (b, q).
             let index = if dims.len() == 1 {
                 vec![i / num_queries]
@@ -120,10 +128,11 @@ impl ValidLens {
         num_keys: usize,
         device: &Device,
     ) -> Result<Tensor<3, Bool>, AttentionError> {
-        let lens = self.per_query(batch_size, num_queries, num_keys)?; // (b, q, 1)
+        // (b, q, 1)
+        let lens = self.per_query(batch_size, num_queries, num_keys)?;
         let shape = [batch_size, num_queries, num_keys];
-        let positions =
-            Tensor::<1, Int>::arange(0..num_keys as i64, device).reshape([1, 1, num_keys]);
+        let positions = Tensor::<1, Int>::arange(0..num_keys as i64, device)
+            .reshape([1, 1, num_keys]);
         Ok(positions.expand(shape).greater_equal(lens.expand(shape)))
     }
     // ANCHOR_END: mask
@@ -186,7 +195,8 @@ pub fn masked_softmax(
         return Ok(softmax(scores, 2));
     };
     let [batch_size, num_queries, num_keys] = scores.dims();
-    let masked = valid_lens.mask(batch_size, num_queries, num_keys, &scores.device())?;
+    let masked =
+        valid_lens.mask(batch_size, num_queries, num_keys, &scores.device())?;
     Ok(softmax(scores.mask_fill(masked, MASK_VALUE), 2))
 }
 // ANCHOR_END: masked_softmax

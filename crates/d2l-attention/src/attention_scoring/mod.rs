@@ -8,8 +8,8 @@ mod masking;
 
 pub use additive::{AdditiveAttention, AdditiveAttentionConfig, ProjectedKeys};
 pub use dot_product::{
-    DotProductAttention, DotProductAttentionConfig, bilinear_scores, self_attention,
-    self_attention_loop,
+    DotProductAttention, DotProductAttentionConfig, bilinear_scores,
+    self_attention, self_attention_loop,
 };
 use masking::check_rank3;
 pub use masking::{ValidLens, masked_softmax};
@@ -74,7 +74,9 @@ pub enum AttentionError {
     #[error("cannot read `valid_lens` from its device: {0}")]
     Unreadable(String),
     /// A valid length outside 0..=num_keys.
-    #[error("`valid_lens` holds {value} at {index:?}; each valid length must be in 0..={num_keys}")]
+    #[error(
+        "`valid_lens` holds {value} at {index:?}; each valid length must be in 0..={num_keys}"
+    )]
     ValidLen {
         /// The offending length.
         value: i64,

@@ -30,7 +30,8 @@ const SEED: u64 = 1;
 
 fn shapes_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: shapes
-    let config = Seq2SeqConfig::new(10, 8, 16, 2); // vocab, embed, hiddens, layers
+    // vocab, embed, hiddens, layers
+    let config = Seq2SeqConfig::new(10, 8, 16, 2);
     let encoder = config.init_encoder(device);
     let decoder = config.init_decoder(device);
     let x = Tensor::<2, Int>::zeros([4, 7], device); // (batch_size, num_steps)
@@ -91,8 +92,12 @@ pub fn train_facts(text: &str) -> anyhow::Result<()> {
     let (loss, epochs) = first
         .strip_prefix("loss ")
         .and_then(|rest| rest.split_once(" after "))
-        .and_then(|(loss, rest)| Some((loss.parse::<f64>().ok()?, rest.split(' ').next()?)))
-        .ok_or_else(|| anyhow::anyhow!("no final loss and epoch count in `{first}`"))?;
+        .and_then(|(loss, rest)| {
+            Some((loss.parse::<f64>().ok()?, rest.split(' ').next()?))
+        })
+        .ok_or_else(|| {
+            anyhow::anyhow!("no final loss and epoch count in `{first}`")
+        })?;
     anyhow::ensure!(
         loss > 0.0 && loss <= MAX_FINAL_LOSS,
         "final loss {loss} outside (0, {MAX_FINAL_LOSS}]: `{first}`"
@@ -104,7 +109,9 @@ pub fn train_facts(text: &str) -> anyhow::Result<()> {
         let (written, score) = line
             .strip_prefix(&format!("{eng} => "))
             .and_then(|rest| rest.rsplit_once(", bleu "))
-            .ok_or_else(|| anyhow::anyhow!("no translation of `{eng}` in `{line}`"))?;
+            .ok_or_else(|| {
+                anyhow::anyhow!("no translation of `{eng}` in `{line}`")
+            })?;
         let score: f64 = score.parse().unwrap_or(f64::NAN);
         anyhow::ensure!(
             !written.trim().is_empty() && (0.0..=1.0).contains(&score),
@@ -116,7 +123,8 @@ pub fn train_facts(text: &str) -> anyhow::Result<()> {
         );
     }
     let source: Vec<&str> = EXAMPLES[3].0.split(' ').chain(["<eos>"]).collect();
-    let written: Vec<&str> = EXAMPLES[3].1.split(' ').chain(["<eos>"]).collect();
+    let written: Vec<&str> =
+        EXAMPLES[3].1.split(' ').chain(["<eos>"]).collect();
     let rows: Vec<&str> = lines.collect();
     anyhow::ensure!(
         rows.len() == written.len(),
@@ -149,17 +157,29 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let train_device = device.clone().autodiff();
     train_device.seed(SEED); // initial weights and dropout masks
     let model = EncoderDecoder {
-        encoder: Seq2SeqConfig::new(data.src_vocab.len(), embed_size, num_hiddens, num_layers)
-            .with_dropout(dropout)
-            .init_encoder(&train_device),
-        decoder: Seq2SeqConfig::new(data.tgt_vocab.len(), embed_size, num_hiddens, num_layers)
-            .with_dropout(dropout)
-            .init_decoder(&train_device),
+        encoder: Seq2SeqConfig::new(
+            data.src_vocab.len(),
+            embed_size,
+            num_hiddens,
+            num_layers,
+        )
+        .with_dropout(dropout)
+        .init_encoder(&train_device),
+        decoder: Seq2SeqConfig::new(
+            data.tgt_vocab.len(),
+            embed_size,
+            num_hiddens,
+            num_layers,
+        )
+        .with_dropout(dropout)
+        .init_decoder(&train_device),
     };
-    let config = TrainConfig::new().with_batch_size(batch_size); // lr 0.005, 250 epochs
-    let progress = indicatif::ProgressBar::new(config.num_epochs as u64).with_style(
-        indicatif::ProgressStyle::with_template("{bar:30} epoch {pos}/{len}, {msg}")?,
-    );
+    // lr 0.005, 250 epochs
+    let config = TrainConfig::new().with_batch_size(batch_size);
+    let progress = indicatif::ProgressBar::new(config.num_epochs as u64)
+        .with_style(indicatif::ProgressStyle::with_template(
+            "{bar:30} epoch {pos}/{len}, {msg}",
+        )?);
     let mut epochs = Vec::new();
     let model = train_seq2seq(model, &data, &config, &train_device, |epoch| {
         progress.set_message(format!(
@@ -189,7 +209,8 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         )?,
     );
     // ANCHOR: save
-    let path = crate::machine_translation::cache_dir().join("bahdanau-fra-eng.bpk");
+    let path =
+        crate::machine_translation::cache_dir().join("bahdanau-fra-eng.bpk");
     save_model(&model, &path)?;
     // ANCHOR_END: save
     // ANCHOR: translate
@@ -216,8 +237,10 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: heatmap
     let translation = translation.expect("four examples");
     let source: Vec<&str> = EXAMPLES[3].0.split(' ').chain(["<eos>"]).collect();
-    let written: Vec<&str> = translation.text.split(' ').chain(["<eos>"]).collect();
-    let weights = translation.attention_weights.narrow(1, 0, source.len()); // drop the padding
+    let written: Vec<&str> =
+        translation.text.split(' ').chain(["<eos>"]).collect();
+    // drop the padding
+    let weights = translation.attention_weights.narrow(1, 0, source.len());
     let [num_queries, num_keys] = weights.dims();
     let figure = show_heatmaps(
         &weights.clone().reshape([1, 1, num_queries, num_keys]),
@@ -229,10 +252,9 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let rows = weights.try_into_vec_as::<f32>()?;
     for (token, row) in written.iter().zip(rows.chunks(num_keys)) {
         let (key, weight) =
-            row.iter().enumerate().fold(
-                (0, 0.0),
-                |best, (k, &w)| if w > best.1 { (k, w) } else { best },
-            );
+            row.iter().enumerate().fold((0, 0.0), |best, (k, &w)| {
+                if w > best.1 { (k, w) } else { best }
+            });
         writeln!(out, "{token:>6} <- {:<6} ({weight:.2})", source[key])?;
     }
     // ANCHOR_END: heatmap

@@ -73,7 +73,11 @@ pub fn all() -> Vec<Listing> {
 /// # Panics
 /// When there is no such listing or it fails.
 #[cfg(test)]
-pub(crate) fn run_named(table: &[Listing], name: &str, device: &Device) -> Output {
+pub(crate) fn run_named(
+    table: &[Listing],
+    name: &str,
+    device: &Device,
+) -> Output {
     let listing = table.iter().find(|l| l.name == name).expect(name);
     listing.execute(device).expect(name)
 }
@@ -81,7 +85,11 @@ pub(crate) fn run_named(table: &[Listing], name: &str, device: &Device) -> Outpu
 impl Listing {
     /// A listing defined in `file` (pass `file!()`) whose outputs the
     /// tests compare ([`Check::Compare`]).
-    pub const fn new(name: &'static str, file: &'static str, run: RunFn) -> Self {
+    pub const fn new(
+        name: &'static str,
+        file: &'static str,
+        run: RunFn,
+    ) -> Self {
         Listing {
             name,
             file,
@@ -96,8 +104,9 @@ impl Listing {
     /// Whatever the listing's code returns, prefixed with the listing's name.
     pub fn execute(&self, device: &Device) -> anyhow::Result<Output> {
         let mut out = Output::default();
-        (self.run)(device, &mut out)
-            .map_err(|e| e.context(format!("listing `{}` failed", self.name)))?;
+        (self.run)(device, &mut out).map_err(|e| {
+            e.context(format!("listing `{}` failed", self.name))
+        })?;
         Ok(out)
     }
 }
@@ -136,7 +145,8 @@ impl Output {
     /// `<listing>.txt` when the listing printed something, each figure as
     /// `<figure>.svg`.
     pub fn files(&self, listing: &str) -> Vec<(String, &str)> {
-        let text = (!self.text.is_empty()).then(|| (format!("{listing}.txt"), self.text.as_str()));
+        let text = (!self.text.is_empty())
+            .then(|| (format!("{listing}.txt"), self.text.as_str()));
         let figures = self
             .figures
             .iter()

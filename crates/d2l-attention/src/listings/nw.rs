@@ -184,7 +184,8 @@ fn train_and_draw(
     let n_test = data.x_test.dims()[0];
     let keys = data.x_train.clone().unsqueeze::<2>().expand([n_test, 50]);
     let values = data.y_train.clone().unsqueeze::<2>().expand([n_test, 50]);
-    let (y_hat, attention_weights) = model.forward(data.x_test.clone(), keys, values);
+    let (y_hat, attention_weights) =
+        model.forward(data.x_test.clone(), keys, values);
     out.figure(&format!("{prefix}-loss"), loss_curve);
     out.figure(prefix, plot_kernel_reg(&data, y_hat)?);
     let heatmap = show_heatmaps(
@@ -199,7 +200,8 @@ fn train_and_draw(
 
 fn parametric_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: parametric
-    // w starts from a seeded N(0, 1) draw, as the seed notebook's `torch.randn((1,))`.
+    // w starts from a seeded N(0, 1) draw, as the seed notebook's
+    // `torch.randn((1,))`.
     let w0 = randn([1], SEED, device).into_scalar::<f32>();
     let model = train_and_draw(device, out, w0, 0.5, 5, "nw-parametric")?;
     writeln!(out, "w = {:.4} (started at {w0:.4})", model.w())?;
@@ -207,11 +209,15 @@ fn parametric_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn parametric_blog_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+fn parametric_blog_demo(
+    device: &Device,
+    out: &mut Output,
+) -> anyhow::Result<()> {
     // ANCHOR: parametric_blog
     // The blog's configuration: w ~ U(0, 1), learning rate 0.01, 50 epochs.
     let w0 = rand([1], SEED, device).into_scalar::<f32>();
-    let model = train_and_draw(device, out, w0, 0.01, 50, "nw-parametric-blog")?;
+    let model =
+        train_and_draw(device, out, w0, 0.01, 50, "nw-parametric-blog")?;
     writeln!(out, "w = {:.4} (started at {w0:.4})", model.w())?;
     // ANCHOR_END: parametric_blog
     Ok(())
@@ -249,7 +255,9 @@ fn compare_kernels(
         series.push(Series::line(&x_test, &host(&y_hat)).label(title));
         weights.push(w.unsqueeze::<3>());
     }
-    series.push(Series::points(&host(&data.x_train), &host(&data.y_train)).alpha(0.4));
+    series.push(
+        Series::points(&host(&data.x_train), &host(&data.y_train)).alpha(0.4),
+    );
     let estimates = plot(
         &series,
         &Axes::new("x", "y")
@@ -280,7 +288,9 @@ fn kernels_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let shapes: Vec<Series> = KERNELS
         .iter()
         .zip(names)
-        .map(|(k, name)| Series::line(&u_axis, &host(&k.apply(u_tensor.clone()))).label(name))
+        .map(|(k, name)| {
+            Series::line(&u_axis, &host(&k.apply(u_tensor.clone()))).label(name)
+        })
         .collect();
     let shapes = plot(
         &shapes,
@@ -330,8 +340,11 @@ fn w_zero_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let data = Dataset::generate(50, SEED, device);
     let keys = data.x_train.clone().unsqueeze::<2>().expand([50, 50]);
     let values = data.y_train.clone().unsqueeze::<2>().expand([50, 50]);
-    let (y_hat, _) =
-        NWKernelRegression::new(0.0, device).forward(data.x_test.clone(), keys, values);
+    let (y_hat, _) = NWKernelRegression::new(0.0, device).forward(
+        data.x_test.clone(),
+        keys,
+        values,
+    );
     let gap = (y_hat - average_pooling(data.y_train.clone(), 50))
         .abs()
         .max()
@@ -366,7 +379,10 @@ mod tests {
     fn data_are_sorted_inputs_in_range_with_d2l_test_points() {
         let data = Dataset::generate(50, SEED, &Device::flex());
         let x = data.x_train.try_into_vec_as::<f32>().unwrap();
-        assert!(x.windows(2).all(|w| w[0] <= w[1]) && x.iter().all(|v| (0.0..5.0).contains(v)));
+        assert!(
+            x.windows(2).all(|w| w[0] <= w[1])
+                && x.iter().all(|v| (0.0..5.0).contains(v))
+        );
         let x_test = data.x_test.try_into_vec_as::<f32>().unwrap();
         assert_eq!((x_test.len(), x_test[0], x_test[49]), (50, 0.0, 4.9));
     }

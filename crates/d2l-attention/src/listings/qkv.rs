@@ -20,7 +20,8 @@ pub const LISTINGS: &[Listing] = &[
 /// with its own index (d2l zh §10.1.3, seed notebook In[4]).
 fn eye(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: eye
-    let attention_weights = Tensor::<2>::eye(10, device).reshape([1, 1, 10, 10]);
+    let attention_weights =
+        Tensor::<2>::eye(10, device).reshape([1, 1, 10, 10]);
     let figure = show_heatmaps(
         &attention_weights,
         "Keys",
@@ -78,8 +79,16 @@ mod tests {
             assert_eq!(name, "qkv-eye");
             // Reds at 1 (#67000d) on the diagonal, Reds at 0 (#fff5f0) elsewhere
             // (the colorbar's bands take the colours of their midpoints).
-            assert_eq!(count(svg.as_str(), "fill=\"#67000D\""), 10, "{backend}");
-            assert_eq!(count(svg.as_str(), "fill=\"#FFF5F0\""), 90, "{backend}");
+            assert_eq!(
+                count(svg.as_str(), "fill=\"#67000D\""),
+                10,
+                "{backend}"
+            );
+            assert_eq!(
+                count(svg.as_str(), "fill=\"#FFF5F0\""),
+                90,
+                "{backend}"
+            );
             for label in ["Keys", "Queries", "8", "1"] {
                 assert!(
                     svg.as_str().contains(&format!(">\n{label}\n</text>")),

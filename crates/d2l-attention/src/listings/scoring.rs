@@ -23,7 +23,10 @@ pub const LISTINGS: &[Listing] = &[
     Listing::new("scoring-projection", file!(), projection_exercise),
 ];
 
-fn masked_softmax_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+fn masked_softmax_demo(
+    device: &Device,
+    out: &mut Output,
+) -> anyhow::Result<()> {
     // ANCHOR: masked_softmax_demo
     let scores = rand([2, 2, 4], 0, device);
     let per_sequence = Tensor::<1, Int>::from_ints([2, 3], device);
@@ -52,15 +55,18 @@ fn additive_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: additive_demo
     let queries = randn([2, 1, 20], 1, device);
     let keys = Tensor::<3>::ones([2, 10, 2], device);
-    let values = demo_values(device); // (2, 10, 4): 0, 1, …, 39 in both batch elements
+    // (2, 10, 4): 0, 1, …, 39 in both batch elements
+    let values = demo_values(device);
     let valid_lens = Tensor::<1, Int>::from_ints([2, 6], device);
     let attention = AdditiveAttentionConfig::new(2, 20, 8)
         .with_dropout(0.1)
         .init(device);
-    let attended = attention.forward(queries, keys, values, Some(valid_lens.into()))?;
+    let attended =
+        attention.forward(queries, keys, values, Some(valid_lens.into()))?;
     writeln!(out, "{}", format_tensor(attended.output, 4))?;
     let weights = attended.attention_weights.reshape([1, 1, 2, 10]);
-    let figure = show_heatmaps(&weights, "Keys", "Queries", HeatmapOptions::default())?;
+    let figure =
+        show_heatmaps(&weights, "Keys", "Queries", HeatmapOptions::default())?;
     // ANCHOR_END: additive_demo
     out.figure("scoring-additive", figure);
     Ok(())
@@ -72,11 +78,16 @@ fn dot_product_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let keys = Tensor::<3>::ones([2, 10, 2], device);
     let valid_lens = Tensor::<1, Int>::from_ints([2, 6], device);
     let attention = DotProductAttentionConfig::new().with_dropout(0.5).init();
-    let attended =
-        attention.forward(queries, keys, demo_values(device), Some(valid_lens.into()))?;
+    let attended = attention.forward(
+        queries,
+        keys,
+        demo_values(device),
+        Some(valid_lens.into()),
+    )?;
     writeln!(out, "{}", format_tensor(attended.output, 4))?;
     let weights = attended.attention_weights.reshape([1, 1, 2, 10]);
-    let figure = show_heatmaps(&weights, "Keys", "Queries", HeatmapOptions::default())?;
+    let figure =
+        show_heatmaps(&weights, "Keys", "Queries", HeatmapOptions::default())?;
     // ANCHOR_END: dot_product_demo
     out.figure("scoring-dot-product", figure);
     Ok(())
@@ -84,7 +95,8 @@ fn dot_product_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
 
 fn variance_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: variance_demo
-    // 10 000 pairs of N(0, 1) vectors of size d: how spread out are their dot products?
+    // 10 000 pairs of N(0, 1) vectors of size d: how spread out are their dot
+    // products?
     for d in [2, 16, 128, 1024] {
         let queries = randn([10_000, d], 3, device);
         let keys = randn([10_000, d], 4, device);
@@ -93,7 +105,8 @@ fn variance_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
             x.clone().powi_scalar(2).mean().into_scalar::<f32>()
                 - x.mean().into_scalar::<f32>().powi(2)
         };
-        let (raw, scaled) = (variance(dots.clone()), variance(dots / (d as f64).sqrt()));
+        let (raw, scaled) =
+            (variance(dots.clone()), variance(dots / (d as f64).sqrt()));
         writeln!(
             out,
             "d = {d:>4}: variance of q·k {raw:>8.2}, of q·k/√d {scaled:.2}"
@@ -108,7 +121,8 @@ fn table_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // One batch element, two queries, four keys, all of size 3.
     let queries = randn([1, 2, 3], 5, device);
     let keys = randn([1, 4, 3], 6, device);
-    // Parameters from our seeded generator, so that every build prints the same.
+    // Parameters from our seeded generator, so that every build prints the
+    // same.
     let additive = AdditiveAttention {
         w_q: seeded_linear(3, 8, 20, device),
         w_k: seeded_linear(3, 8, 21, device),
@@ -146,9 +160,13 @@ fn table_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn self_attention_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+fn self_attention_demo(
+    device: &Device,
+    out: &mut Output,
+) -> anyhow::Result<()> {
     // ANCHOR: self_attention_demo
-    // Five tokens of size d1 = 6; d3 = 4 for queries and keys, d2 = 3 for values.
+    // Five tokens of size d1 = 6; d3 = 4 for queries and keys, d2 = 3 for
+    // values.
     let x = randn([6, 5], 8, device);
     let (w_q, w_k, w_v) = (
         randn([4, 6], 9, device),
@@ -180,8 +198,14 @@ fn self_attention_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> 
 /// A bias-free linear layer (`d_input` → `d_output`) with weights drawn
 /// from N(0, 1/d_input) by our seeded generator, the same on every backend
 /// (burn's own initialisers draw from its global generator).
-pub fn seeded_linear(d_input: usize, d_output: usize, seed: u64, device: &Device) -> Linear {
-    let weight = randn([d_input, d_output], seed, device) / (d_input as f64).sqrt();
+pub fn seeded_linear(
+    d_input: usize,
+    d_output: usize,
+    seed: u64,
+    device: &Device,
+) -> Linear {
+    let weight =
+        randn([d_input, d_output], seed, device) / (d_input as f64).sqrt();
     Linear {
         weight: Param::from_tensor(weight),
         bias: None,
@@ -190,7 +214,10 @@ pub fn seeded_linear(d_input: usize, d_output: usize, seed: u64, device: &Device
 
 /// Exercise: dot-product attention between queries and keys of different
 /// sizes, by projecting the queries to the key size first.
-fn projection_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+fn projection_exercise(
+    device: &Device,
+    out: &mut Output,
+) -> anyhow::Result<()> {
     // ANCHOR: projection_exercise
     let queries = randn([2, 1, 20], 1, device); // query_size 20
     let keys = randn([2, 10, 2], 12, device); // key_size 2
@@ -201,7 +228,8 @@ fn projection_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> 
         .forward(queries.clone(), keys.clone(), demo_values(device), None)
         .unwrap_err();
     writeln!(out, "error: {refused}")?;
-    // A learnable W (query_size → key_size) makes them comparable: score = kᵀ(W q) / √2.
+    // A learnable W (query_size → key_size) makes them comparable: score = kᵀ(W
+    // q) / √2.
     let project = seeded_linear(20, 2, 13, device);
     let attended = attention.forward(
         project.forward(queries),
@@ -230,8 +258,7 @@ mod tests {
     /// The closed form of d2l's demo: with identical keys the weights are
     /// uniform over the valid keys, so the output is the mean of the first
     /// 2 (and 6) values.
-    const CLOSED_FORM: &str =
-        "[[[2.0000, 3.0000, 4.0000, 5.0000]],\n [[10.0000, 11.0000, 12.0000, 13.0000]]]\n";
+    const CLOSED_FORM: &str = "[[[2.0000, 3.0000, 4.0000, 5.0000]],\n [[10.0000, 11.0000, 12.0000, 13.0000]]]\n";
 
     #[test]
     fn identical_keys_give_the_closed_form_for_both_layers() {
@@ -266,7 +293,8 @@ mod tests {
                 .split_whitespace()
                 .filter_map(|w| w.trim_end_matches(',').parse().ok())
                 .collect();
-            let (raw, scaled) = (numbers[numbers.len() - 2], numbers[numbers.len() - 1]);
+            let (raw, scaled) =
+                (numbers[numbers.len() - 2], numbers[numbers.len() - 1]);
             assert!(
                 (raw / d - 1.0).abs() < 0.1 && (scaled - 1.0).abs() < 0.1,
                 "{line}"

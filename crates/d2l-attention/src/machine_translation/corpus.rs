@@ -282,8 +282,8 @@ fn download(url: &str) -> Result<Vec<u8>, String> {
         .headers()
         .get("content-length")
         .and_then(|v| v.to_str().ok()?.parse().ok());
-    let bar =
-        indicatif::ProgressBar::new(length.unwrap_or(0)).with_message(format!("downloading {url}"));
+    let bar = indicatif::ProgressBar::new(length.unwrap_or(0))
+        .with_message(format!("downloading {url}"));
     let mut bytes = Vec::new();
     bar.wrap_read(response.into_body().into_reader())
         .read_to_end(&mut bytes)
@@ -292,7 +292,11 @@ fn download(url: &str) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-fn check_sha1(bytes: &[u8], expected: &'static str, path: &Path) -> Result<(), DataError> {
+fn check_sha1(
+    bytes: &[u8],
+    expected: &'static str,
+    path: &Path,
+) -> Result<(), DataError> {
     let got = format!("{:x}", Sha1::digest(bytes));
     if got != expected {
         return Err(DataError::Checksum {
@@ -351,7 +355,10 @@ pub fn extract_fra_eng(
 
 /// Reads [`FRA_ENG_MEMBER`] from a zip archive, refusing archives with a
 /// member that would escape its folder.
-fn read_member(reader: impl Read + Seek, path: &Path) -> Result<Vec<u8>, DataError> {
+fn read_member(
+    reader: impl Read + Seek,
+    path: &Path,
+) -> Result<Vec<u8>, DataError> {
     let bad_zip = |e: zip::result::ZipError| DataError::BadZip {
         path: path.to_owned(),
         reason: e.to_string(),

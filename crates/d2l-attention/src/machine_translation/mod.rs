@@ -9,8 +9,8 @@
 mod corpus;
 
 pub use corpus::{
-    DATA_DIR_ENV, DataError, FRA_ENG, FRA_ENG_MEMBER, Source, cache_dir, extract_fra_eng,
-    load_fra_eng, locate_fra_eng, read_corpus,
+    DATA_DIR_ENV, DataError, FRA_ENG, FRA_ENG_MEMBER, Source, cache_dir,
+    extract_fra_eng, load_fra_eng, locate_fra_eng, read_corpus,
 };
 
 use std::collections::HashMap;
@@ -64,7 +64,9 @@ pub fn preprocess_nmt(text: &str) -> String {
         } else {
             c
         };
-        if matches!(c, ',' | '.' | '!' | '?') && previous.is_some_and(|p| p != ' ') {
+        if matches!(c, ',' | '.' | '!' | '?')
+            && previous.is_some_and(|p| p != ' ')
+        {
             out.push(' ');
         }
         out.extend(c.to_lowercase());
@@ -164,7 +166,11 @@ impl Vocab {
     /// let vocab = Vocab::new(&lines, 2, &["<pad>", "<bos>", "<eos>"]);
     /// assert_eq!((vocab.token(0), vocab.token(1)), ("<unk>", "<pad>"));
     /// ```
-    pub fn new(lines: &[Vec<String>], min_freq: usize, reserved: &[&str]) -> Self {
+    pub fn new(
+        lines: &[Vec<String>],
+        min_freq: usize,
+        reserved: &[&str],
+    ) -> Self {
         let mut counts: Vec<(&str, usize)> = Vec::new();
         let mut position: HashMap<&str, usize> = HashMap::new();
         for token in lines.iter().flatten() {
@@ -267,7 +273,11 @@ impl Vocab {
 /// assert_eq!(truncate_pad(&[5, 6], 4, 1), [5, 6, 1, 1]);
 /// assert_eq!(truncate_pad(&[5, 6, 7], 2, 1), [5, 6]);
 /// ```
-pub fn truncate_pad(line: &[usize], num_steps: usize, padding: usize) -> Vec<usize> {
+pub fn truncate_pad(
+    line: &[usize],
+    num_steps: usize,
+    padding: usize,
+) -> Vec<usize> {
     let mut out: Vec<usize> = line.iter().copied().take(num_steps).collect();
     out.resize(num_steps, padding);
     out
@@ -297,7 +307,8 @@ pub fn build_array_nmt(
     let mut array = Vec::with_capacity(lines.len() * num_steps);
     let mut valid_lens = Vec::with_capacity(lines.len());
     for line in lines {
-        let indices: Vec<usize> = line.iter().map(|t| vocab.index(t)).chain([eos]).collect();
+        let indices: Vec<usize> =
+            line.iter().map(|t| vocab.index(t)).chain([eos]).collect();
         let row = truncate_pad(&indices, num_steps, pad);
         valid_lens.push(row.iter().filter(|&&i| i != pad).count() as i64);
         array.extend(row.into_iter().map(|i| i as i64));
@@ -371,7 +382,11 @@ impl NmtData {
     /// // A file of another format is an error.
     /// assert!(NmtData::new("<html>not a corpus</html>", 5, 6).is_err());
     /// ```
-    pub fn new(text: &str, num_steps: usize, num_examples: usize) -> Result<Self, DataError> {
+    pub fn new(
+        text: &str,
+        num_steps: usize,
+        num_examples: usize,
+    ) -> Result<Self, DataError> {
         let pairs = tokenize_nmt(&preprocess_nmt(text), Some(num_examples));
         if pairs.source.is_empty() {
             return Err(DataError::NoPairs {
@@ -440,7 +455,12 @@ impl NmtData {
     /// // Six pairs: a batch of 4, then one of 2.
     /// assert_eq!(batches.iter().map(|b| b.x.dims()[0]).collect::<Vec<_>>(), [4, 2]);
     /// ```
-    pub fn batches(&self, batch_size: usize, seed: u64, device: &Device) -> Vec<Batch> {
+    pub fn batches(
+        &self,
+        batch_size: usize,
+        seed: u64,
+        device: &Device,
+    ) -> Vec<Batch> {
         assert!(batch_size > 0, "`batch_size` must be at least 1");
         let mut order: Vec<usize> = (0..self.len()).collect();
         order.shuffle(&mut ChaCha12Rng::seed_from_u64(seed));
@@ -452,7 +472,10 @@ impl NmtData {
                 .collect();
             let lens: Vec<i64> = idx.iter().map(|&i| data.1[i]).collect();
             (
-                Tensor::from_data(TensorData::new(tokens, [idx.len(), n]), device),
+                Tensor::from_data(
+                    TensorData::new(tokens, [idx.len(), n]),
+                    device,
+                ),
                 Tensor::from_data(TensorData::new(lens, [idx.len()]), device),
             )
         };
@@ -501,12 +524,14 @@ pub fn bleu(pred_seq: &str, label_seq: &str, k: usize) -> f64 {
         }
         let mut matches = 0;
         for gram in pred.windows(n) {
-            if let Some(count) = label_ngrams.get_mut(gram).filter(|c| **c > 0) {
+            if let Some(count) = label_ngrams.get_mut(gram).filter(|c| **c > 0)
+            {
                 matches += 1;
                 *count -= 1;
             }
         }
-        score *= (matches as f64 / (len_pred - n + 1) as f64).powf(0.5f64.powi(n as i32));
+        score *= (matches as f64 / (len_pred - n + 1) as f64)
+            .powf(0.5f64.powi(n as i32));
     }
     score
 }

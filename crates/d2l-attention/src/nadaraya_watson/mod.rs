@@ -28,7 +28,9 @@ use crate::{Axes, Series, Svg, plot};
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum RegressionError {
     /// The training set is empty.
-    #[error("`x_train` is empty: kernel regression needs at least one training point")]
+    #[error(
+        "`x_train` is empty: kernel regression needs at least one training point"
+    )]
     NoTrainingData,
     /// Leave-one-out training needs at least two points.
     #[error("`x_train` has 1 point; leave-one-out training needs at least 2")]
@@ -55,7 +57,9 @@ pub enum RegressionError {
         kernel: String,
     },
     /// A Gaussian kernel's bandwidth is not a positive number.
-    #[error("`sigma` is {0}; a Gaussian kernel's bandwidth must be finite and positive")]
+    #[error(
+        "`sigma` is {0}; a Gaussian kernel's bandwidth must be finite and positive"
+    )]
     Bandwidth(f32),
     /// Training diverged.
     #[error("`w` became {w} at epoch {epoch}; lower the learning rate")]
@@ -125,12 +129,15 @@ impl Dataset {
     /// ```
     pub fn generate(n_train: usize, seed: u64, device: &Device) -> Self {
         let mut rng = ChaCha12Rng::seed_from_u64(seed);
-        let mut x: Vec<f32> = (0..n_train).map(|_| rng.random::<f32>() * 5.0).collect();
+        let mut x: Vec<f32> =
+            (0..n_train).map(|_| rng.random::<f32>() * 5.0).collect();
         x.sort_by(f32::total_cmp);
-        let noise = Normal::new(0.0f32, 0.5).expect("a valid standard deviation");
+        let noise =
+            Normal::new(0.0f32, 0.5).expect("a valid standard deviation");
         let noise: Vec<f32> = (0..n_train).map(|_| rng.sample(noise)).collect();
         let x_train = Tensor::<1>::from_floats(x.as_slice(), device);
-        let y_train = f(x_train.clone()) + Tensor::from_floats(noise.as_slice(), device);
+        let y_train =
+            f(x_train.clone()) + Tensor::from_floats(noise.as_slice(), device);
         Self::from_parts(x_train, y_train, device)
     }
 
@@ -146,7 +153,11 @@ impl Dataset {
     /// let data = Dataset::from_parts(x.clone(), x, &device);
     /// assert_eq!(data.x_test.dims(), [50]);
     /// ```
-    pub fn from_parts(x_train: Tensor<1>, y_train: Tensor<1>, device: &Device) -> Self {
+    pub fn from_parts(
+        x_train: Tensor<1>,
+        y_train: Tensor<1>,
+        device: &Device,
+    ) -> Self {
         let x_test: Vec<f32> = (0..50).map(|i| i as f32 * 0.1).collect();
         let x_test = Tensor::<1>::from_floats(x_test.as_slice(), device);
         let y_truth = f(x_test.clone());
@@ -175,7 +186,10 @@ pub fn average_pooling(y_train: Tensor<1>, n_test: usize) -> Tensor<1> {
     y_train.mean().expand([n_test])
 }
 
-fn check_training_set(x_train: &Tensor<1>, y_train: &Tensor<1>) -> Result<(), RegressionError> {
+fn check_training_set(
+    x_train: &Tensor<1>,
+    y_train: &Tensor<1>,
+) -> Result<(), RegressionError> {
     let (x, y) = (x_train.dims()[0], y_train.dims()[0]);
     if x == 0 {
         return Err(RegressionError::NoTrainingData);
@@ -217,7 +231,8 @@ pub fn nonparametric_pooling(
     check_training_set(&x_train, &y_train)?;
     // ANCHOR: nonparametric
     // (n_queries, 1) − (1, n_train): every query against every key.
-    let differences = queries.unsqueeze_dim::<2>(1) - x_train.unsqueeze_dim::<2>(0);
+    let differences =
+        queries.unsqueeze_dim::<2>(1) - x_train.unsqueeze_dim::<2>(0);
     let attention_weights = softmax(-differences.powi_scalar(2) / 2.0, 1);
     let y_hat = attention_weights
         .clone()
@@ -282,7 +297,9 @@ impl Kernel {
     pub fn apply<const D: usize>(self, u: Tensor<D>) -> Tensor<D> {
         // ANCHOR: kernels
         match self {
-            Kernel::Gaussian { sigma } => (-u.powi_scalar(2) / (2.0 * sigma * sigma)).exp(),
+            Kernel::Gaussian { sigma } => {
+                (-u.powi_scalar(2) / (2.0 * sigma * sigma)).exp()
+            }
             Kernel::Boxcar => u.abs().lower_elem(1.0).float(),
             Kernel::Constant => u.ones_like(),
             Kernel::Epanechikov => (-u.abs() + 1.0).clamp_min(0.0),
@@ -324,7 +341,8 @@ pub fn nadaraya_watson(
     kernel: Kernel,
 ) -> Result<(Tensor<1>, Tensor<2>), RegressionError> {
     check_training_set(&x_train, &y_train)?;
-    let differences = queries.clone().unsqueeze_dim::<2>(1) - x_train.unsqueeze_dim::<2>(0);
+    let differences =
+        queries.clone().unsqueeze_dim::<2>(1) - x_train.unsqueeze_dim::<2>(0);
     let attention_weights = if let Kernel::Gaussian { sigma } = kernel {
         if !(sigma.is_finite() && sigma > 0.0) {
             return Err(RegressionError::Bandwidth(sigma));
@@ -374,13 +392,17 @@ pub fn nadaraya_watson(
 /// // 50 training points, drawn as dots.
 /// assert_eq!(svg.as_str().matches("<circle").count(), 50);
 /// ```
-pub fn plot_kernel_reg(data: &Dataset, y_hat: Tensor<1>) -> Result<Svg, PlotError> {
+pub fn plot_kernel_reg(
+    data: &Dataset,
+    y_hat: Tensor<1>,
+) -> Result<Svg, PlotError> {
     let x_test = host(&data.x_test);
     plot(
         &[
             Series::line(&x_test, &host(&data.y_truth)).label("Truth"),
             Series::line(&x_test, &host(&y_hat)).label("Pred"),
-            Series::points(&host(&data.x_train), &host(&data.y_train)).alpha(0.5),
+            Series::points(&host(&data.x_train), &host(&data.y_train))
+                .alpha(0.5),
         ],
         &Axes::new("x", "y").xlim(0.0, 5.0).ylim(-1.0, 5.0),
     )

@@ -88,7 +88,8 @@ impl NWKernelRegression {
         values: Tensor<2>,
     ) -> (Tensor<1>, Tensor<2>) {
         let w = self.w.val().unsqueeze::<2>(); // (1, 1)
-        let scores = -((queries.unsqueeze_dim::<2>(1) - keys) * w).powi_scalar(2) / 2.0;
+        let scores =
+            -((queries.unsqueeze_dim::<2>(1) - keys) * w).powi_scalar(2) / 2.0;
         let attention_weights = softmax(scores, 1);
         let y_hat = (attention_weights.clone() * values)
             .sum_dim(1)
@@ -207,7 +208,8 @@ pub fn train(
     let mut optimizer = SgdConfig::new().init();
     for epoch in 1..=epochs {
         // ANCHOR: train_step
-        let (y_hat, _) = model.forward(x_train.clone(), keys.clone(), values.clone());
+        let (y_hat, _) =
+            model.forward(x_train.clone(), keys.clone(), values.clone());
         let loss = (y_hat - y_train.clone()).powi_scalar(2).sum();
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         let grad = grads

@@ -7,8 +7,8 @@ use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::prelude::*;
 
 use super::{
-    Cmap, FONT, LABEL_FONT, PlotError, Svg, TICK_FONT, draw_err, integer_ticks, invalid, pixels,
-    tick_label,
+    Cmap, FONT, LABEL_FONT, PlotError, Svg, TICK_FONT, draw_err, integer_ticks,
+    invalid, pixels, tick_label,
 };
 
 const COLORBAR_WIDTH: u32 = 75;
@@ -19,7 +19,6 @@ const X_AREA: u32 = 42;
 const Y_AREA: u32 = 46;
 const TITLE_AREA: u32 = LABEL_FONT + 8;
 
-// ANCHOR: options
 /// The optional arguments of [`show_heatmaps`], with d2l's defaults: no
 /// titles, `figsize` (2.5, 2.5) and `cmap` Reds. Set some and keep the rest:
 /// `HeatmapOptions { cmap: Cmap::Blues, ..Default::default() }`.
@@ -31,6 +30,7 @@ const TITLE_AREA: u32 = LABEL_FONT + 8;
 /// let options = HeatmapOptions::default();
 /// assert_eq!((options.titles, options.figsize, options.cmap), (None, (2.5, 2.5), Cmap::Reds));
 /// ```
+// ANCHOR: options
 #[derive(Clone, Copy, Debug)]
 pub struct HeatmapOptions<'a> {
     /// One title per grid column, or none.
@@ -40,7 +40,6 @@ pub struct HeatmapOptions<'a> {
     /// The colormap.
     pub cmap: Cmap,
 }
-// ANCHOR_END: options
 
 impl Default for HeatmapOptions<'_> {
     fn default() -> Self {
@@ -51,6 +50,7 @@ impl Default for HeatmapOptions<'_> {
         }
     }
 }
+// ANCHOR_END: options
 
 /// Draws a grid of heatmaps, one per matrix, with one shared colorbar; the
 /// Rust counterpart of d2l's `show_heatmaps` (zh §10.1 / en §11.1).
@@ -114,13 +114,12 @@ pub fn show_heatmaps(
         ));
     }
     let (width, height) = pixels(figsize)?;
-    let values = matrices
-        .clone()
-        .try_into_vec_as::<f64>()
-        .map_err(|e| PlotError::Read {
+    let values = matrices.clone().try_into_vec_as::<f64>().map_err(|e| {
+        PlotError::Read {
             arg: "matrices",
             reason: e.to_string(),
-        })?;
+        }
+    })?;
     if let Some(i) = values.iter().position(|v| !v.is_finite()) {
         let idx = unravel(i, [num_rows, num_cols, num_queries, num_keys]);
         return Err(invalid(
@@ -132,17 +131,23 @@ pub fn show_heatmaps(
 
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (width, height))
+            .into_drawing_area();
         root.fill(&WHITE).map_err(draw_err)?;
-        let (cells, bar) = root.split_horizontally(width.saturating_sub(COLORBAR_WIDTH));
+        let (cells, bar) =
+            root.split_horizontally(width.saturating_sub(COLORBAR_WIDTH));
         let (cells_w, cells_h) = cells.dim_in_pixel();
-        let (cell_w, cell_h) = (cells_w / num_cols as u32, cells_h / num_rows as u32);
+        let (cell_w, cell_h) =
+            (cells_w / num_cols as u32, cells_h / num_rows as u32);
         // One square size for every matrix, fitting the most crowded cell.
         let title_area = if titles.is_some() { TITLE_AREA } else { 0 };
         let free_w = cell_w.saturating_sub(Y_AREA + 2 * MARGIN) as f64;
-        let free_h = cell_h.saturating_sub(X_AREA + title_area + 2 * MARGIN) as f64;
+        let free_h =
+            cell_h.saturating_sub(X_AREA + title_area + 2 * MARGIN) as f64;
         let side = (free_w / num_keys as f64).min(free_h / num_queries as f64);
-        for (index, cell) in cells.split_evenly((num_rows, num_cols)).iter().enumerate() {
+        for (index, cell) in
+            cells.split_evenly((num_rows, num_cols)).iter().enumerate()
+        {
             let (i, j) = (index / num_cols, index % num_cols);
             let start = index * num_queries * num_keys;
             let matrix = &values[start..start + num_queries * num_keys];
@@ -162,8 +167,8 @@ pub fn show_heatmaps(
             )?;
         }
         // matplotlib's `shrink=0.6`: 60 % of the height the matrices take.
-        let bar_height =
-            (0.6 * side * (num_rows * num_queries) as f64).clamp(40.0, 0.9 * height as f64) as u32;
+        let bar_height = (0.6 * side * (num_rows * num_queries) as f64)
+            .clamp(40.0, 0.9 * height as f64) as u32;
         draw_colorbar(&bar, height, bar_height, (vmin, vmax), cmap)?;
         root.present().map_err(draw_err)?;
     }
@@ -241,7 +246,10 @@ fn draw_cell<DB: DrawingBackend>(
         .draw_series(matrix.iter().enumerate().map(|(idx, &v)| {
             let (q, k) = ((idx / nk) as f64, (idx % nk) as f64);
             let color = cmap.color(v, vmin, vmax);
-            Rectangle::new([(k - 0.5, q - 0.5), (k + 0.5, q + 0.5)], color.filled())
+            Rectangle::new(
+                [(k - 0.5, q - 0.5), (k + 0.5, q + 0.5)],
+                color.filled(),
+            )
         }))
         .map_err(draw_err)?;
     // Axes last, so that the cells do not cover them.

@@ -2,7 +2,10 @@
 
 use plotters::prelude::*;
 
-use super::{FONT, LABEL_FONT, PlotError, Svg, TICK_FONT, draw_err, invalid, pixels, tick_label};
+use super::{
+    FONT, LABEL_FONT, PlotError, Svg, TICK_FONT, draw_err, invalid, pixels,
+    tick_label,
+};
 
 /// How a line is stroked.
 ///
@@ -291,7 +294,8 @@ pub fn plot(series: &[Series], axes: &Axes) -> Result<Svg, PlotError> {
 
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (width, height))
+            .into_drawing_area();
         root.fill(&WHITE).map_err(draw_err)?;
         let mut chart = ChartBuilder::on(&root)
             .margin(10)
@@ -320,35 +324,45 @@ pub fn plot(series: &[Series], axes: &Axes) -> Result<Svg, PlotError> {
             let label = s.label.as_deref();
             match &s.mark {
                 Mark::Points => {
-                    let style = s.color.unwrap_or(POINTS_COLOR).mix(s.alpha).filled();
+                    let style =
+                        s.color.unwrap_or(POINTS_COLOR).mix(s.alpha).filled();
                     let anno = chart
                         .draw_series(points.map(|p| Circle::new(p, 3, style)))
                         .map_err(draw_err)?;
                     if let Some(label) = label {
-                        anno.label(label)
-                            .legend(move |(x, y)| Circle::new((x + 10, y), 3, style));
+                        anno.label(label).legend(move |(x, y)| {
+                            Circle::new((x + 10, y), 3, style)
+                        });
                     }
                 }
                 Mark::Line(style) => {
-                    let (cycle_color, cycle_style) = LINE_CYCLE[lines_seen % LINE_CYCLE.len()];
+                    let (cycle_color, cycle_style) =
+                        LINE_CYCLE[lines_seen % LINE_CYCLE.len()];
                     lines_seen += 1;
-                    let stroke = s.color.unwrap_or(cycle_color).mix(s.alpha).stroke_width(2);
+                    let stroke = s
+                        .color
+                        .unwrap_or(cycle_color)
+                        .mix(s.alpha)
+                        .stroke_width(2);
                     let anno = match style.unwrap_or(cycle_style) {
-                        LineStyle::Solid => chart.draw_series(LineSeries::new(points, stroke)),
-                        LineStyle::Dashed => {
-                            chart.draw_series(DashedLineSeries::new(points, 7, 4, stroke))
+                        LineStyle::Solid => {
+                            chart.draw_series(LineSeries::new(points, stroke))
                         }
-                        LineStyle::DashDot => {
-                            chart.draw_series(DashedLineSeries::new(points, 4, 3, stroke))
-                        }
-                        LineStyle::Dotted => {
-                            chart.draw_series(DashedLineSeries::new(points, 2, 3, stroke))
-                        }
+                        LineStyle::Dashed => chart.draw_series(
+                            DashedLineSeries::new(points, 7, 4, stroke),
+                        ),
+                        LineStyle::DashDot => chart.draw_series(
+                            DashedLineSeries::new(points, 4, 3, stroke),
+                        ),
+                        LineStyle::Dotted => chart.draw_series(
+                            DashedLineSeries::new(points, 2, 3, stroke),
+                        ),
                     }
                     .map_err(draw_err)?;
                     if let Some(label) = label {
-                        anno.label(label)
-                            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], stroke));
+                        anno.label(label).legend(move |(x, y)| {
+                            PathElement::new([(x, y), (x + 20, y)], stroke)
+                        });
                     }
                 }
             }
@@ -373,7 +387,8 @@ fn check_series(series: &[Series]) -> Result<(), PlotError> {
         return Err(invalid("series", "no series to draw"));
     }
     for (i, s) in series.iter().enumerate() {
-        let bad = |reason: String| invalid("series", format!("series[{i}] {reason}"));
+        let bad =
+            |reason: String| invalid("series", format!("series[{i}] {reason}"));
         if s.x.is_empty() || s.x.len() != s.y.len() {
             return Err(bad(format!(
                 "has {} x and {} y values",
@@ -381,11 +396,16 @@ fn check_series(series: &[Series]) -> Result<(), PlotError> {
                 s.y.len()
             )));
         }
-        if let Some(j) = (0..s.x.len()).find(|&j| !s.x[j].is_finite() || !s.y[j].is_finite()) {
+        if let Some(j) =
+            (0..s.x.len()).find(|&j| !s.x[j].is_finite() || !s.y[j].is_finite())
+        {
             return Err(bad(format!("point {j} is ({}, {})", s.x[j], s.y[j])));
         }
         if !(0.0..=1.0).contains(&s.alpha) {
-            return Err(bad(format!("has alpha {}; it must be in 0..=1", s.alpha)));
+            return Err(bad(format!(
+                "has alpha {}; it must be in 0..=1",
+                s.alpha
+            )));
         }
     }
     Ok(())
@@ -407,9 +427,10 @@ fn limits(
         }
         return Ok((lo, hi));
     }
-    let (lo, hi) = data.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-        (a.min(v), b.max(v))
-    });
+    let (lo, hi) = data
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(v), b.max(v))
+        });
     if hi > lo {
         let p = (hi - lo) * pad;
         Ok((lo - p, hi + p))
@@ -434,7 +455,8 @@ mod tests {
             Series::line(&x, &[0.5, 1.5, 3.0]).label("Pred"),
             Series::points(&x, &[0.2, 0.8, 4.2]).alpha(0.5),
         ];
-        let svg = plot(&series, &axes().xlim(0.0, 5.0).ylim(-1.0, 5.0)).unwrap();
+        let svg =
+            plot(&series, &axes().xlim(0.0, 5.0).ylim(-1.0, 5.0)).unwrap();
         assert_eq!(
             svg,
             plot(&series, &axes().xlim(0.0, 5.0).ylim(-1.0, 5.0)).unwrap()
@@ -476,7 +498,10 @@ mod tests {
             ),
         ];
         for (series, message) in cases {
-            assert_eq!(plot(&series, &axes()).unwrap_err().to_string(), message);
+            assert_eq!(
+                plot(&series, &axes()).unwrap_err().to_string(),
+                message
+            );
         }
     }
 

@@ -181,7 +181,10 @@ mod tests {
         assert_eq!(integer_ticks(4), vec![0.0, 1.0, 2.0, 3.0]);
         assert_eq!(integer_ticks(10), vec![0.0, 2.0, 4.0, 6.0, 8.0]);
         assert_eq!(integer_ticks(50), vec![0.0, 10.0, 20.0, 30.0, 40.0]);
-        assert_eq!(integer_ticks(101), vec![0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
+        assert_eq!(
+            integer_ticks(101),
+            vec![0.0, 20.0, 40.0, 60.0, 80.0, 100.0]
+        );
     }
 
     #[test]

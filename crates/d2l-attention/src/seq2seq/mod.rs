@@ -128,7 +128,11 @@ impl ModuleVisitor for Scale<'_> {
 /// assert!((grad_clipping(&layer, &mut grads, 1.0) - 1.0).abs() < 1e-4);
 /// ```
 // ANCHOR: grad_clipping
-pub fn grad_clipping<M: Module>(model: &M, grads: &mut GradientsParams, theta: f64) -> f64 {
+pub fn grad_clipping<M: Module>(
+    model: &M,
+    grads: &mut GradientsParams,
+    theta: f64,
+) -> f64 {
     assert!(theta > 0.0, "`theta` must be positive, got {theta}");
     let mut squares = SquaredNorm { grads, total: None };
     model.visit(&mut squares);

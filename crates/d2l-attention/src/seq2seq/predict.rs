@@ -90,10 +90,12 @@ pub fn predict_seq2seq(
 ) -> Result<Translation, Seq2SeqError> {
     check_vocabs(model, src_vocab, tgt_vocab, num_steps)?;
     let lowercase = src_sentence.to_lowercase();
-    let mut src_tokens: Vec<usize> = lowercase.split(' ').map(|t| src_vocab.index(t)).collect();
+    let mut src_tokens: Vec<usize> =
+        lowercase.split(' ').map(|t| src_vocab.index(t)).collect();
     src_tokens.push(src_vocab.index("<eos>"));
     let enc_valid_len = src_tokens.len().min(num_steps) as i64;
-    let src_tokens = truncate_pad(&src_tokens, num_steps, src_vocab.index("<pad>"));
+    let src_tokens =
+        truncate_pad(&src_tokens, num_steps, src_vocab.index("<pad>"));
     let enc_x = Tensor::<2, Int>::from_data(
         TensorData::new(
             src_tokens.iter().map(|&i| i as i64).collect(),
@@ -104,7 +106,10 @@ pub fn predict_seq2seq(
     let enc_valid_lens = Tensor::<1, Int>::from_ints([enc_valid_len], device);
     let encoded = model.encoder.forward(enc_x);
     let mut state = model.decoder.init_state(encoded, Some(enc_valid_lens));
-    let mut dec_x = Tensor::<2, Int>::from_ints([[tgt_vocab.index("<bos>") as i64]], device);
+    let mut dec_x = Tensor::<2, Int>::from_ints(
+        [[tgt_vocab.index("<bos>") as i64]],
+        device,
+    );
     let (mut output, mut weights) = (Vec::new(), Vec::new());
     for _ in 0..num_steps {
         let decoded = model.decoder.forward(dec_x, state)?;
@@ -188,8 +193,9 @@ fn check_vocabs(
 /// ```
 pub fn save_model(model: &EncoderDecoder, path: &Path) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| anyhow::anyhow!("cannot create `{}`: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| {
+            anyhow::anyhow!("cannot create `{}`: {e}", dir.display())
+        })?;
     }
     let bytes = model.clone().into_record().into_bytes()?;
     crate::files::write_atomic(path, &bytes)?;

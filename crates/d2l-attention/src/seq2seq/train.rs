@@ -63,10 +63,16 @@ impl TrainConfig {
             })
         };
         if !(self.lr > 0.0 && self.lr.is_finite()) {
-            return invalid("lr", &format!("{} is not a positive number", self.lr));
+            return invalid(
+                "lr",
+                &format!("{} is not a positive number", self.lr),
+            );
         }
         if self.clip_norm.is_nan() || self.clip_norm <= 0.0 {
-            return invalid("clip_norm", &format!("{} is not positive", self.clip_norm));
+            return invalid(
+                "clip_norm",
+                &format!("{} is not positive", self.clip_norm),
+            );
         }
         if self.batch_size == 0 {
             return invalid("batch_size", "must be at least 1");
@@ -242,15 +248,19 @@ pub fn train_batch(
     // weight 0 (unless a source is empty: its row is uniform over all keys).
     // The encoder still reads every step: its final state passes through the
     // padding, as in d2l.
-    let longest = |lens: &Tensor<1, Int>| lens.clone().max().into_scalar::<i64>() as usize;
+    let longest = |lens: &Tensor<1, Int>| {
+        lens.clone().max().into_scalar::<i64>() as usize
+    };
     let tgt_len = longest(&batch.y_valid_len).clamp(1, num_steps);
     let src_len = match batch.x_valid_len.clone().min().into_scalar::<i64>() {
         0 => batch.x.dims()[1],
         _ => longest(&batch.x_valid_len),
     };
-    // Teacher forcing: the decoder reads <bos> and the target without its last token.
+    // Teacher forcing: the decoder reads <bos> and the target without its last
+    // token.
     let bos = Tensor::<2, Int>::full([batch_size, 1], bos, &device);
-    let dec_input = Tensor::cat(vec![bos, batch.y.clone().narrow(1, 0, tgt_len - 1)], 1);
+    let dec_input =
+        Tensor::cat(vec![bos, batch.y.clone().narrow(1, 0, tgt_len - 1)], 1);
     let encoded = model.encoder.forward(batch.x);
     let keys = Encoded {
         outputs: encoded.outputs.narrow(1, 0, src_len),
@@ -258,11 +268,13 @@ pub fn train_batch(
     };
     let state = model.decoder.init_state(keys, Some(batch.x_valid_len));
     let decoded = model.decoder.forward(dec_input, state)?;
-    let num_tokens = batch.y_valid_len.clone().sum().into_scalar::<i64>() as usize;
+    let num_tokens =
+        batch.y_valid_len.clone().sum().into_scalar::<i64>() as usize;
     let label = batch.y.narrow(1, 0, tgt_len);
     // Rescaled so that each sequence's loss is still averaged over num_steps.
-    let loss = masked_softmax_ce_loss(decoded.output, label, batch.y_valid_len)?.sum()
-        * (tgt_len as f64 / num_steps as f64);
+    let loss =
+        masked_softmax_ce_loss(decoded.output, label, batch.y_valid_len)?.sum()
+            * (tgt_len as f64 / num_steps as f64);
     let loss_sum = loss.clone().into_scalar::<f64>();
     let mut grads = GradientsParams::from_grads(loss.backward(), &model);
     let grad_norm = grad_clipping(&model, &mut grads, config.clip_norm);
