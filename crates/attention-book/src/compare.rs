@@ -158,6 +158,14 @@ pub fn compare(committed: &str, new: &str, format: Format) -> Vec<Mismatch> {
     mismatches
 }
 
+/// Compares the committed and the new text of the file `name` (its
+/// [`Format`] from its extension): the failure [`report`], or `None` when
+/// they agree.
+pub fn compare_file(name: &str, committed: &str, new: &str) -> Option<String> {
+    let mismatches = compare(committed, new, Format::of(name));
+    (!mismatches.is_empty()).then(|| report(name, &mismatches))
+}
+
 /// Formats the mismatches of one file for a failure message: at most ten,
 /// then how many more.
 pub fn report(file: &str, mismatches: &[Mismatch]) -> String {

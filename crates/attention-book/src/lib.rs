@@ -207,9 +207,7 @@ fn run_one(
         }
         let path = figures.join(&name);
         let kept = fs::read_to_string(&path).ok().filter(|old| {
-            !force
-                && compare::compare(old, contents, compare::Format::of(&name))
-                    .is_empty()
+            !force && compare::compare_file(&name, old, contents).is_none()
         });
         let written = match kept {
             Some(old) => old,
@@ -289,15 +287,12 @@ pub fn check_output(
                     problems.push(format!("{shown} is missing or unreadable"));
                     continue;
                 };
-                let mismatches = compare::compare(
-                    &committed,
-                    contents,
-                    compare::Format::of(file),
-                );
-                if !mismatches.is_empty() {
+                if let Some(report) =
+                    compare::compare_file(&shown, &committed, contents)
+                {
                     problems.push(format!(
-                        "{}(committed file vs what listing `{name}` makes now)",
-                        compare::report(&shown, &mismatches)
+                        "{report}(committed file vs what listing `{name}` \
+                         makes now)"
                     ));
                 }
             }
@@ -394,14 +389,11 @@ pub fn compare_folders(
             }
             Some(_) => {}
             None => {
-                let mismatches = compare::compare(
+                problems.extend(compare::compare_file(
+                    name,
                     &read(committed),
                     &read(new),
-                    compare::Format::of(name),
-                );
-                if !mismatches.is_empty() {
-                    problems.push(compare::report(name, &mismatches));
-                }
+                ));
             }
         }
     }
