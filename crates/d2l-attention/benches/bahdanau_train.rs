@@ -12,7 +12,7 @@
 
 use burn::module::Module;
 use d2l_attention::BackendChoice;
-use d2l_attention::bahdanau::{EncoderDecoder, Seq2SeqConfig};
+use d2l_attention::bahdanau::Seq2SeqConfig;
 use d2l_attention::listings::bahdanau::EXAMPLES;
 use d2l_attention::machine_translation::{NmtData, bleu, load_fra_eng};
 use d2l_attention::seq2seq::{TrainConfig, predict_seq2seq, train_seq2seq};
@@ -44,13 +44,10 @@ fn main() -> anyhow::Result<()> {
     let train_device = device.clone().autodiff();
     let data = NmtData::new(&load_fra_eng(None)?, 10, 600)?;
     train_device.seed(seed);
-    let config = |vocab_size| {
-        Seq2SeqConfig::new(vocab_size, 32, 32, 2).with_dropout(0.1)
-    };
-    let model = EncoderDecoder {
-        encoder: config(data.src_vocab.len()).init_encoder(&train_device),
-        decoder: config(data.tgt_vocab.len()).init_decoder(&train_device),
-    };
+    let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
+    let model = Seq2SeqConfig::new(src, tgt, 32, 32, 2)
+        .with_dropout(0.1)
+        .init(&train_device);
     let config = TrainConfig::new()
         .with_batch_size(64)
         .with_num_epochs(num_epochs);

@@ -9,30 +9,36 @@ use burn::prelude::Config;
 use burn::tensor::{Device, Int, Tensor};
 
 use crate::attention_scoring::{
-    AdditiveAttention, AdditiveAttentionConfig, AttentionError,
+    AdditiveAttention, AdditiveAttentionConfig, ValidLens,
 };
 use crate::rnn::{StackedGru, StackedGruConfig, XAVIER};
+use crate::seq2seq::{
+    AttentionKind, AttentionMap, Decoded, Decoder, Encoder, EncoderDecoder,
+};
 
-/// Configuration shared by [`Seq2SeqEncoder`] and
-/// [`Seq2SeqAttentionDecoder`] (d2l's constructor arguments).
+/// The Bahdanau model: a GRU encoder and an attention decoder.
+pub type BahdanauModel =
+    EncoderDecoder<Seq2SeqEncoder, Seq2SeqAttentionDecoder>;
+
+/// Configuration of the Bahdanau model (d2l's constructor arguments).
 ///
 /// # Examples
 /// ```
 /// use burn::tensor::{Device, Int, Tensor};
 /// use d2l_attention::bahdanau::Seq2SeqConfig;
 ///
-/// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
+/// // Source vocabulary 10, target 12, embeddings 8, 16 hidden, 2 layers.
 /// let device = Device::flex();
-/// let config = Seq2SeqConfig::new(10, 8, 16, 2);
-/// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+/// let model = Seq2SeqConfig::new(10, 12, 8, 16, 2).init(&device);
 /// let x = Tensor::<2, Int>::zeros([4, 7], &device);
-/// let state = decoder.init_state(encoder.forward(x.clone()), None);
-/// assert_eq!(decoder.forward(x, state).unwrap().output.dims(), [4, 7, 10]);
+/// assert_eq!(model.forward(x.clone(), x, None).output.dims(), [4, 7, 12]);
 /// ```
 #[derive(Config, Debug)]
 pub struct Seq2SeqConfig {
-    /// Number of tokens in the vocabulary.
-    pub vocab_size: usize,
+    /// Number of tokens in the source vocabulary.
+    pub src_vocab_size: usize,
+    /// Number of tokens in the target vocabulary.
+    pub tgt_vocab_size: usize,
     /// Size of a token embedding.
     pub embed_size: usize,
     /// Size of the GRU's hidden state (and of the attention layer).
@@ -45,24 +51,43 @@ pub struct Seq2SeqConfig {
 }
 
 impl Seq2SeqConfig {
+    /// The model, freshly initialised on `device`.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::Device;
+    /// use d2l_attention::bahdanau::Seq2SeqConfig;
+    ///
+    /// let model = Seq2SeqConfig::new(10, 12, 8, 16, 2).init(&Device::flex());
+    /// assert_eq!(model.decoder.dense.weight.dims(), [16, 12]);
+    /// ```
+    pub fn init(&self, device: &Device) -> BahdanauModel {
+        EncoderDecoder {
+            encoder: self.init_encoder(device),
+            decoder: self.init_decoder(device),
+        }
+    }
+
     /// The encoder: Embedding, then a [`StackedGru`] (d2l's `Seq2SeqEncoder`).
     ///
     /// # Examples
     /// ```
     /// use burn::tensor::{Device, Int, Tensor};
     /// use d2l_attention::bahdanau::Seq2SeqConfig;
+    /// use d2l_attention::seq2seq::Encoder;
     ///
-    /// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
     /// let device = Device::flex();
-    /// let config = Seq2SeqConfig::new(10, 8, 16, 2);
-    /// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+    /// let encoder = Seq2SeqConfig::new(10, 12, 8, 16, 2).init_encoder(&device);
     /// let x = Tensor::<2, Int>::zeros([4, 7], &device);
-    /// assert_eq!(encoder.forward(x).outputs.dims(), [4, 7, 16]);
+    /// assert_eq!(encoder.forward(x, None).outputs.dims(), [4, 7, 16]);
     /// ```
     pub fn init_encoder(&self, device: &Device) -> Seq2SeqEncoder {
         Seq2SeqEncoder {
-            embedding: EmbeddingConfig::new(self.vocab_size, self.embed_size)
-                .init(device),
+            embedding: EmbeddingConfig::new(
+                self.src_vocab_size,
+                self.embed_size,
+            )
+            .init(device),
             rnn: self.gru(self.embed_size, device),
         }
     }
@@ -71,16 +96,11 @@ impl Seq2SeqConfig {
     ///
     /// # Examples
     /// ```
-    /// use burn::tensor::{Device, Int, Tensor};
+    /// use burn::tensor::Device;
     /// use d2l_attention::bahdanau::Seq2SeqConfig;
     ///
-    /// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
-    /// let device = Device::flex();
-    /// let config = Seq2SeqConfig::new(10, 8, 16, 2);
-    /// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
-    /// let x = Tensor::<2, Int>::zeros([4, 7], &device);
-    /// assert_eq!(decoder.dense.weight.dims(), [16, 10]);
-    /// # let _ = (encoder, x);
+    /// let decoder = Seq2SeqConfig::new(10, 12, 8, 16, 2).init_decoder(&Device::flex());
+    /// assert_eq!(decoder.embedding.weight.dims(), [12, 8]);
     /// ```
     pub fn init_decoder(&self, device: &Device) -> Seq2SeqAttentionDecoder {
         let h = self.num_hiddens;
@@ -89,10 +109,13 @@ impl Seq2SeqConfig {
                 .with_dropout(self.dropout)
                 .with_initializer(XAVIER)
                 .init(device),
-            embedding: EmbeddingConfig::new(self.vocab_size, self.embed_size)
-                .init(device),
+            embedding: EmbeddingConfig::new(
+                self.tgt_vocab_size,
+                self.embed_size,
+            )
+            .init(device),
             rnn: self.gru(self.embed_size + h, device),
-            dense: LinearConfig::new(h, self.vocab_size)
+            dense: LinearConfig::new(h, self.tgt_vocab_size)
                 .with_initializer(XAVIER)
                 .init(device),
         }
@@ -112,15 +135,14 @@ impl Seq2SeqConfig {
 /// ```
 /// use burn::tensor::{Device, Int, Tensor};
 /// use d2l_attention::bahdanau::Seq2SeqConfig;
+/// use d2l_attention::seq2seq::Encoder;
 ///
 /// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
 /// let device = Device::flex();
-/// let config = Seq2SeqConfig::new(10, 8, 16, 2);
-/// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+/// let encoder = Seq2SeqConfig::new(10, 10, 8, 16, 2).init_encoder(&device);
 /// let x = Tensor::<2, Int>::zeros([4, 7], &device);
-/// let encoded = encoder.forward(x);
+/// let encoded = encoder.forward(x, None);
 /// assert_eq!((encoded.outputs.dims(), encoded.state.dims()), ([4, 7, 16], [2, 4, 16]));
-/// # let _ = decoder;
 /// ```
 #[derive(Module, Debug)]
 pub struct Seq2SeqEncoder {
@@ -136,18 +158,15 @@ pub struct Seq2SeqEncoder {
 /// ```
 /// use burn::tensor::{Device, Int, Tensor};
 /// use d2l_attention::bahdanau::Seq2SeqConfig;
+/// use d2l_attention::seq2seq::Encoder;
 ///
-/// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
 /// let device = Device::flex();
-/// let config = Seq2SeqConfig::new(10, 8, 16, 2);
-/// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
-/// let x = Tensor::<2, Int>::zeros([4, 7], &device);
-/// let encoded = encoder.forward(x);
+/// let encoder = Seq2SeqConfig::new(10, 10, 8, 16, 2).init_encoder(&device);
+/// let encoded = encoder.forward(Tensor::<2, Int>::zeros([4, 7], &device), None);
 /// // The last step's output is the top layer's final state.
 /// let last = encoded.outputs.clone().narrow(1, 6, 1).reshape([4, 16]);
 /// let top = encoded.state.narrow(0, 1, 1).reshape([4, 16]);
 /// assert_eq!(last.to_data(), top.to_data());
-/// # let _ = decoder;
 /// ```
 #[derive(Clone, Debug)]
 pub struct Encoded {
@@ -157,27 +176,21 @@ pub struct Encoded {
     pub state: Tensor<3>,
 }
 
-impl Seq2SeqEncoder {
+impl Encoder for Seq2SeqEncoder {
+    type Output = Encoded;
+
     /// Encodes the source token indices `x` (batch_size, num_steps),
-    /// embedding one step at a time.
+    /// embedding one step at a time. Every step is read, padding included
+    /// (the final state passes through it, as in d2l), so `valid_lens` is
+    /// not needed.
     ///
     /// # Panics
     /// When `x` has no steps, or an index is not below the vocabulary size.
-    ///
-    /// # Examples
-    /// ```
-    /// use burn::tensor::{Device, Int, Tensor};
-    /// use d2l_attention::bahdanau::Seq2SeqConfig;
-    ///
-    /// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
-    /// let device = Device::flex();
-    /// let config = Seq2SeqConfig::new(10, 8, 16, 2);
-    /// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
-    /// let x = Tensor::<2, Int>::zeros([4, 7], &device);
-    /// assert_eq!(encoder.forward(x).state.dims(), [2, 4, 16]);
-    /// # let _ = decoder;
-    /// ```
-    pub fn forward(&self, x: Tensor<2, Int>) -> Encoded {
+    fn forward(
+        &self,
+        x: Tensor<2, Int>,
+        _valid_lens: Option<&ValidLens>,
+    ) -> Encoded {
         let [batch_size, num_steps] = x.dims();
         assert!(num_steps > 0, "`x` has no steps: {:?}", x.dims());
         let mut states = self.rnn.zero_states(batch_size, &x.device());
@@ -193,6 +206,10 @@ impl Seq2SeqEncoder {
             state: Tensor::stack(states, 0),
         }
     }
+
+    fn vocab_size(&self) -> usize {
+        self.embedding.weight.dims()[0]
+    }
 }
 
 /// The decoder's state between calls (d2l's `[enc_outputs, hidden_state,
@@ -201,15 +218,15 @@ impl Seq2SeqEncoder {
 /// # Examples
 /// ```
 /// use burn::tensor::{Device, Int, Tensor};
+/// use d2l_attention::attention_scoring::ValidLens;
 /// use d2l_attention::bahdanau::Seq2SeqConfig;
+/// use d2l_attention::seq2seq::{Decoder, Encoder};
 ///
-/// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
 /// let device = Device::flex();
-/// let config = Seq2SeqConfig::new(10, 8, 16, 2);
-/// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+/// let model = Seq2SeqConfig::new(10, 10, 8, 16, 2).init(&device);
 /// let x = Tensor::<2, Int>::zeros([4, 7], &device);
-/// let lens = Tensor::<1, Int>::from_ints([7, 3, 5, 1], &device);
-/// let state = decoder.init_state(encoder.forward(x), Some(lens));
+/// let lens = ValidLens::new(&[7, 3, 5, 1], &device);
+/// let state = model.decoder.init_state(model.encoder.forward(x, None), Some(lens));
 /// assert_eq!(state.hidden_state.dims(), [2, 4, 16]);
 /// ```
 #[derive(Clone, Debug)]
@@ -220,34 +237,7 @@ pub struct DecoderState {
     /// The GRU's state: (num_layers, batch_size, num_hiddens).
     pub hidden_state: Tensor<3>,
     /// Valid source lengths, (batch_size,): padding past them is not attended.
-    pub enc_valid_lens: Option<Tensor<1, Int>>,
-}
-
-/// What the decoder returns.
-///
-/// # Examples
-/// ```
-/// use burn::tensor::{Device, Int, Tensor};
-/// use d2l_attention::bahdanau::Seq2SeqConfig;
-///
-/// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
-/// let device = Device::flex();
-/// let config = Seq2SeqConfig::new(10, 8, 16, 2);
-/// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
-/// let x = Tensor::<2, Int>::zeros([4, 7], &device);
-/// let state = decoder.init_state(encoder.forward(x.clone()), None);
-/// let decoded = decoder.forward(x, state).unwrap();
-/// assert_eq!(decoded.attention_weights.dims(), [4, 7, 7]);
-/// ```
-#[derive(Clone, Debug)]
-pub struct Decoded {
-    /// Scores over the target vocabulary: (batch_size, num_steps, vocab_size).
-    pub output: Tensor<3>,
-    /// The state after the last step.
-    pub state: DecoderState,
-    /// The attention weights of every step over the source positions:
-    /// (batch_size, num_steps, num_src_steps).
-    pub attention_weights: Tensor<3>,
+    pub enc_valid_lens: Option<ValidLens>,
 }
 
 /// The attention decoder (d2l zh §10.4.2): before each step it attends over
@@ -258,14 +248,13 @@ pub struct Decoded {
 /// ```
 /// use burn::tensor::{Device, Int, Tensor};
 /// use d2l_attention::bahdanau::Seq2SeqConfig;
+/// use d2l_attention::seq2seq::{Decoder, Encoder};
 ///
-/// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
 /// let device = Device::flex();
-/// let config = Seq2SeqConfig::new(10, 8, 16, 2);
-/// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
+/// let model = Seq2SeqConfig::new(10, 10, 8, 16, 2).init(&device);
 /// let x = Tensor::<2, Int>::zeros([4, 7], &device);
-/// let state = decoder.init_state(encoder.forward(x.clone()), None);
-/// let decoded = decoder.forward(x, state).unwrap();
+/// let state = model.decoder.init_state(model.encoder.forward(x.clone(), None), None);
+/// let decoded = model.decoder.forward(x, state);
 /// assert_eq!(decoded.state.hidden_state.dims(), [2, 4, 16]);
 /// ```
 #[derive(Module, Debug)]
@@ -280,68 +269,47 @@ pub struct Seq2SeqAttentionDecoder {
     pub dense: Linear,
 }
 
-impl Seq2SeqAttentionDecoder {
+impl Decoder<Encoded> for Seq2SeqAttentionDecoder {
+    type State = DecoderState;
+
     /// The first state: the encoder's outputs as keys and values, and its
     /// final state of all layers as the decoder's initial state.
     ///
-    /// # Examples
-    /// ```
-    /// use burn::tensor::{Device, Int, Tensor};
-    /// use d2l_attention::bahdanau::Seq2SeqConfig;
-    ///
-    /// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
-    /// let device = Device::flex();
-    /// let config = Seq2SeqConfig::new(10, 8, 16, 2);
-    /// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
-    /// let x = Tensor::<2, Int>::zeros([4, 7], &device);
-    /// let state = decoder.init_state(encoder.forward(x), None);
-    /// assert_eq!(state.enc_outputs.dims(), [4, 7, 16]);
-    /// ```
-    pub fn init_state(
+    /// Keys past the longest source get weight 0, so they are cut here and
+    /// never scored (unless a source is empty: its row is uniform over all
+    /// keys, as in d2l).
+    fn init_state(
         &self,
         encoded: Encoded,
-        enc_valid_lens: Option<Tensor<1, Int>>,
+        enc_valid_lens: Option<ValidLens>,
     ) -> DecoderState {
+        let num_src_steps = encoded.outputs.dims()[1];
+        let num_keys = match &enc_valid_lens {
+            Some(lens) if lens.min() > 0 => lens.max().min(num_src_steps),
+            _ => num_src_steps,
+        };
         DecoderState {
-            enc_outputs: encoded.outputs,
+            enc_outputs: encoded.outputs.narrow(1, 0, num_keys),
             hidden_state: encoded.state,
             enc_valid_lens,
         }
     }
 
     /// Decodes the target token indices `x` (batch_size, num_steps), one
-    /// step after another, from `state`.
+    /// step after another, from `state`; one attention map,
+    /// [`AttentionKind::EncoderDecoder`], layer 0, head 0.
     ///
-    /// # Errors
-    /// [`AttentionError::Shape`] when `x`, the hidden state or the
-    /// encoder's outputs do not fit this decoder or each other, or when
-    /// `enc_valid_lens` is malformed (see
-    /// [`masked_softmax`](crate::attention_scoring::masked_softmax)).
-    ///
-    /// # Examples
-    /// ```
-    /// use burn::tensor::{Device, Int, Tensor};
-    /// use d2l_attention::bahdanau::Seq2SeqConfig;
-    ///
-    /// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
-    /// let device = Device::flex();
-    /// let config = Seq2SeqConfig::new(10, 8, 16, 2);
-    /// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
-    /// let x = Tensor::<2, Int>::zeros([4, 7], &device);
-    /// let lens = Tensor::<1, Int>::from_ints([2, 7, 7, 7], &device);
-    /// let state = decoder.init_state(encoder.forward(x.clone()), Some(lens));
-    /// let weights = decoder.forward(x, state).unwrap().attention_weights;
-    /// // The first sentence has 2 source tokens: no weight past them.
-    /// let row = weights.narrow(0, 0, 1).narrow(1, 0, 1).try_into_vec_as::<f32>().unwrap();
-    /// assert!(row[2..].iter().all(|&w| w == 0.0));
-    /// ```
+    /// # Panics
+    /// When `x`, the hidden state or the encoder's outputs do not fit this
+    /// decoder or each other, or `enc_valid_lens` does not fit the encoder's
+    /// outputs (the message names the argument).
     // ANCHOR: decoder_forward
-    pub fn forward(
+    fn forward(
         &self,
         x: Tensor<2, Int>,
         state: DecoderState,
-    ) -> Result<Decoded, AttentionError> {
-        self.check_state(&x, &state)?;
+    ) -> Decoded<DecoderState> {
+        self.check_state(&x, &state);
         let DecoderState {
             enc_outputs,
             hidden_state,
@@ -353,7 +321,7 @@ impl Seq2SeqAttentionDecoder {
             enc_outputs.clone(),
             enc_outputs.clone(),
             enc_valid_lens.clone(),
-        )?;
+        );
         // The first query is the top layer of the encoder's final state.
         let mut states: Vec<Tensor<2>> =
             hidden_state.iter_dim(0).map(|h| h.squeeze_dim(0)).collect();
@@ -364,7 +332,7 @@ impl Seq2SeqAttentionDecoder {
             .unsqueeze_dim(1);
         for t in 0..x.dims()[1] {
             // context: (batch_size, 1, num_hiddens)
-            let attended = self.attention.attend(query, &keys)?;
+            let attended = self.attention.attend(query, &keys);
             // (batch_size, 1, embed_size)
             let embedded = self.embedding.forward(x.clone().narrow(1, t, 1));
             let input =
@@ -375,125 +343,49 @@ impl Seq2SeqAttentionDecoder {
             weights.push(attended.attention_weights);
         }
         let hidden_state = Tensor::stack(states, 0);
-        Ok(Decoded {
+        Decoded {
             output: self.dense.forward(Tensor::cat(outputs, 1)),
             state: DecoderState {
                 enc_outputs,
                 hidden_state,
                 enc_valid_lens,
             },
-            attention_weights: Tensor::cat(weights, 1),
-        })
+            attention: vec![AttentionMap {
+                kind: AttentionKind::EncoderDecoder,
+                layer: 0,
+                head: 0,
+                weights: Tensor::cat(weights, 1),
+            }],
+        }
     }
     // ANCHOR_END: decoder_forward
 
-    fn check_state(
-        &self,
-        x: &Tensor<2, Int>,
-        state: &DecoderState,
-    ) -> Result<(), AttentionError> {
-        let [batch_size, num_steps] = x.dims();
-        if num_steps == 0 {
-            return Err(AttentionError::Shape {
-                arg: "x",
-                got: x.dims().to_vec(),
-                expected: "(batch_size, num_steps) with at least one step"
-                    .into(),
-            });
-        }
-        let num_layers = self.rnn.layers.len();
-        let num_hiddens = self.dense.weight.dims()[0];
-        let hidden = state.hidden_state.dims();
-        if hidden[0] != num_layers || hidden[2] != num_hiddens {
-            return Err(AttentionError::Shape {
-                arg: "state.hidden_state",
-                got: hidden.to_vec(),
-                expected: format!(
-                    "(num_layers, batch_size, num_hiddens) = ({num_layers}, {batch_size}, {num_hiddens})"
-                ),
-            });
-        }
-        if hidden[1] != batch_size {
-            return Err(AttentionError::mismatch(
-                "x",
-                x.dims().to_vec(),
-                "state.hidden_state",
-                hidden.to_vec(),
-                "the batch sizes (dimension 0 of `x`, 1 of the state) differ",
-            ));
-        }
-        let enc = state.enc_outputs.dims();
-        if enc[0] != batch_size || enc[2] != num_hiddens {
-            return Err(AttentionError::Shape {
-                arg: "state.enc_outputs",
-                got: enc.to_vec(),
-                expected: format!(
-                    "({batch_size}, num_src_steps, {num_hiddens})"
-                ),
-            });
-        }
-        Ok(())
+    fn vocab_size(&self) -> usize {
+        self.dense.weight.dims()[1]
     }
 }
 
-/// An encoder and a decoder trained together (d2l's `EncoderDecoder`).
-///
-/// # Examples
-/// ```
-/// use burn::tensor::{Device, Int, Tensor};
-/// use d2l_attention::bahdanau::Seq2SeqConfig;
-///
-/// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
-/// let device = Device::flex();
-/// let config = Seq2SeqConfig::new(10, 8, 16, 2);
-/// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
-/// let x = Tensor::<2, Int>::zeros([4, 7], &device);
-/// use d2l_attention::bahdanau::EncoderDecoder;
-///
-/// let model = EncoderDecoder { encoder, decoder };
-/// assert_eq!(model.forward(x.clone(), x, None).unwrap().output.dims(), [4, 7, 10]);
-/// ```
-#[derive(Module, Debug)]
-pub struct EncoderDecoder {
-    /// Reads the source sentence.
-    pub encoder: Seq2SeqEncoder,
-    /// Writes the target sentence.
-    pub decoder: Seq2SeqAttentionDecoder,
-}
-
-impl EncoderDecoder {
-    /// Encodes `enc_x` (batch_size, num_src_steps) and decodes `dec_x`
-    /// (batch_size, num_steps) from there; `enc_valid_lens` (batch_size,)
-    /// hides the source padding from the attention.
-    ///
-    /// # Errors
-    /// As [`Seq2SeqAttentionDecoder::forward`].
-    ///
-    /// # Examples
-    /// ```
-    /// use burn::tensor::{Device, Int, Tensor};
-    /// use d2l_attention::bahdanau::Seq2SeqConfig;
-    ///
-    /// // d2l's shape check: vocabulary 10, embeddings 8, 16 hidden, 2 layers.
-    /// let device = Device::flex();
-    /// let config = Seq2SeqConfig::new(10, 8, 16, 2);
-    /// let (encoder, decoder) = (config.init_encoder(&device), config.init_decoder(&device));
-    /// let x = Tensor::<2, Int>::zeros([4, 7], &device);
-    /// use d2l_attention::bahdanau::EncoderDecoder;
-    ///
-    /// let model = EncoderDecoder { encoder, decoder };
-    /// let decoded = model.forward(x.clone(), x, None).unwrap();
-    /// assert_eq!(decoded.attention_weights.dims(), [4, 7, 7]);
-    /// ```
-    pub fn forward(
-        &self,
-        enc_x: Tensor<2, Int>,
-        dec_x: Tensor<2, Int>,
-        enc_valid_lens: Option<Tensor<1, Int>>,
-    ) -> Result<Decoded, AttentionError> {
-        let state = self
-            .decoder
-            .init_state(self.encoder.forward(enc_x), enc_valid_lens);
-        self.decoder.forward(dec_x, state)
+impl Seq2SeqAttentionDecoder {
+    /// The shape checks of [`Decoder::forward`], all on the host.
+    fn check_state(&self, x: &Tensor<2, Int>, state: &DecoderState) {
+        let [batch_size, num_steps] = x.dims();
+        assert!(
+            num_steps > 0,
+            "`x` has shape {:?}, expected (batch_size, num_steps) with at least one step",
+            x.dims()
+        );
+        let num_layers = self.rnn.layers.len();
+        let num_hiddens = self.dense.weight.dims()[0];
+        let hidden = state.hidden_state.dims();
+        assert!(
+            hidden == [num_layers, batch_size, num_hiddens],
+            "`state.hidden_state` has shape {hidden:?}, expected (num_layers, batch_size, num_hiddens) = ({num_layers}, {batch_size}, {num_hiddens}) for `x` {:?}",
+            x.dims()
+        );
+        let enc = state.enc_outputs.dims();
+        assert!(
+            enc[0] == batch_size && enc[2] == num_hiddens,
+            "`state.enc_outputs` has shape {enc:?}, expected ({batch_size}, num_src_steps, {num_hiddens})"
+        );
     }
 }

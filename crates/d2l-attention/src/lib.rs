@@ -6,6 +6,22 @@
 //! d2l marks `#@save`); [`listings`] holds the code the pages show, one file
 //! per chapter, built on them. [`plot()`] draws the figures and [`device`]
 //! turns a reader's backend choice into a [`burn::tensor::Device`].
+//!
+//! # Errors and panics
+//!
+//! The crate follows burn's policy. A forward pass (of a layer, a loss or a
+//! model) **panics** when it is misused: a tensor of the wrong shape, or a
+//! valid length past the number of keys. The message names the argument
+//! and gives its shape, e.g. ``"`keys` has shape [2, 10, 3], expected
+//! vectors of size 2 (dimension 2)"``. What reads or writes files, or checks
+//! data and settings a reader supplies (the corpus, a model file, a
+//! training configuration), returns a `Result` whose error names the file
+//! or setting and keeps its cause as [`std::error::Error::source`].
+//!
+//! Valid lengths are checked once, where they are made:
+//! [`attention_scoring::ValidLens`] is built from host values and keeps a
+//! copy, so that forward passes and training steps never read a tensor back
+//! from the device (the test `no_host_reads` proves it).
 
 pub mod attention_scoring;
 pub mod bahdanau;

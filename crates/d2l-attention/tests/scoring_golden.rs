@@ -6,7 +6,7 @@ mod common;
 use burn::module::Param;
 use burn::nn::Linear;
 use burn::tensor::{Device, Tensor};
-use common::{devices, float, golden, int};
+use common::{devices, float, golden, valid_lens};
 
 /// `common::assert_close`, also printing the deviation (`--nocapture` shows it).
 fn assert_close<const D: usize>(
@@ -41,12 +41,8 @@ fn masked_softmax_matches_pytorch_and_masks_exactly() {
         for case in g["cases"].as_array().unwrap() {
             let lens = &case["valid_lens"];
             let valid_lens: Option<ValidLens> =
-                match lens["shape"].as_array().map(|s| s.len()) {
-                    Some(1) => Some(int::<1>(lens, &device).into()),
-                    Some(2) => Some(int::<2>(lens, &device).into()),
-                    _ => None,
-                };
-            let out = masked_softmax(x.clone(), valid_lens).unwrap();
+                lens["shape"].is_array().then(|| valid_lens(lens, &device));
+            let out = masked_softmax(x.clone(), valid_lens.as_ref());
             let what = format!("{backend} {}", case["name"]);
             assert_close(&what, out.clone(), &case["output"], ATOL, RTOL);
             // Exactness: masked entries are 0.0 and fully masked rows exactly 0.25.
@@ -73,9 +69,8 @@ fn masked_softmax_gradient_of_fully_masked_rows_is_finite_and_matches() {
         let c = float::<3>(&g["C"], &device);
         let out = masked_softmax(
             x.clone(),
-            Some(int::<2>(&g["valid_lens"], &device).into()),
-        )
-        .unwrap();
+            Some(&valid_lens(&g["valid_lens"], &device)),
+        );
         assert_close(
             &format!("{backend} output"),
             out.clone(),
@@ -123,9 +118,12 @@ fn additive_attention_matches_pytorch_and_the_closed_form() {
             ATOL,
             RTOL,
         );
-        let attended = attention
-            .forward(q, k, v, Some(int::<1>(&g["valid_lens"], &device).into()))
-            .unwrap();
+        let attended = attention.forward(
+            q,
+            k,
+            v,
+            Some(&valid_lens(&g["valid_lens"], &device)),
+        );
         assert_close(
             &format!("{backend} weights"),
             attended.attention_weights,
@@ -163,14 +161,17 @@ fn scaled_dot_product_attention_matches_pytorch() {
         );
         assert_close(
             &format!("{backend} scores"),
-            attention.scores(q.clone(), k.clone()).unwrap(),
+            attention.scores(q.clone(), k.clone()),
             &g["scores_before_mask"],
             ATOL,
             RTOL,
         );
-        let attended = attention
-            .forward(q, k, v, Some(int::<1>(&g["valid_lens"], &device).into()))
-            .unwrap();
+        let attended = attention.forward(
+            q,
+            k,
+            v,
+            Some(&valid_lens(&g["valid_lens"], &device)),
+        );
         assert_close(
             &format!("{backend} weights"),
             attended.attention_weights,
@@ -210,12 +211,11 @@ fn the_four_scoring_functions_match_pytorch() {
             q.clone(),
             k.clone(),
             float::<2>(&g["W_bilinear"], &device),
-        )
-        .unwrap();
+        );
         let cases: [(&str, Tensor<3>); 4] = [
             ("additive", additive.scores(q.clone(), k.clone())),
-            ("dot", dot.scores(q.clone(), k.clone()).unwrap()),
-            ("scaled_dot", scaled.scores(q.clone(), k.clone()).unwrap()),
+            ("dot", dot.scores(q.clone(), k.clone())),
+            ("scaled_dot", scaled.scores(q.clone(), k.clone())),
             ("bilinear", bilinear),
         ];
         for (name, scores) in cases {
@@ -229,9 +229,8 @@ fn the_four_scoring_functions_match_pytorch() {
             );
             let weights = masked_softmax(
                 scores,
-                Some(int::<1>(&g["valid_lens"], &device).into()),
-            )
-            .unwrap();
+                Some(&valid_lens(&g["valid_lens"], &device)),
+            );
             assert_close(
                 &format!("{backend} {name} weights"),
                 weights.clone(),

@@ -1,28 +1,35 @@
 //! Properties of `masked_softmax` for random shapes and valid lengths, and
 //! the errors of the attention layers.
 
-use burn::tensor::{Device, Int, Tensor, TensorData};
+use burn::tensor::Device;
 use d2l_attention::attention_scoring::*;
 use d2l_attention::listings::scoring::seeded_linear;
 use d2l_attention::random::randn;
 use proptest::prelude::*;
 
-fn lens_tensor(
-    lens: &[i64],
-    b: usize,
-    q: usize,
-    device: &Device,
-) -> Tensor<2, Int> {
-    Tensor::from_data(TensorData::new(lens.to_vec(), [b, q]), device)
+/// Valid lengths (b, q), row-major, as a per-query [`ValidLens`].
+fn per_query(lens: &[usize], q: usize, device: &Device) -> ValidLens {
+    let rows: Vec<&[usize]> = lens.chunks(q).collect();
+    ValidLens::per_query(&rows, device)
+}
+
+/// The message of the panic `f` raises.
+fn panic_message(f: impl FnOnce()) -> String {
+    let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .expect_err("the call should panic");
+    match payload.downcast::<String>() {
+        Ok(msg) => *msg,
+        Err(payload) => payload.downcast_ref::<&str>().unwrap().to_string(),
+    }
 }
 
 /// (batch_size, num_queries, num_keys, valid lengths, seed, another valid length row).
 fn case()
--> impl Strategy<Value = (usize, usize, usize, Vec<i64>, u64, Vec<i64>)> {
+-> impl Strategy<Value = (usize, usize, usize, Vec<usize>, u64, Vec<usize>)> {
     (1usize..4, 1usize..4, 1usize..7, any::<u64>()).prop_flat_map(
         |(b, q, k, seed)| {
-            let lens = proptest::collection::vec(0..=k as i64, b * q);
-            let other = proptest::collection::vec(0..=k as i64, b * q);
+            let lens = proptest::collection::vec(0..=k, b * q);
+            let other = proptest::collection::vec(0..=k, b * q);
             (Just(b), Just(q), Just(k), lens, Just(seed), other)
         },
     )
@@ -35,14 +42,13 @@ proptest! {
     fn rows_are_distributions_over_valid_keys((b, q, k, lens, seed, other) in case()) {
         let device = Device::flex();
         let scores = randn([b, q, k], seed, &device) * 3.0;
-        let weights = masked_softmax(scores.clone(), Some(lens_tensor(&lens, b, q, &device).into())).unwrap();
+        let weights = masked_softmax(scores.clone(), Some(&per_query(&lens, q, &device)));
         let w = weights.try_into_vec_as::<f32>().unwrap();
         for (row, &len) in w.chunks(k).zip(&lens) {
             if len == 0 {
                 // Fully masked: uniform, as d2l's −1e6 fill gives.
                 prop_assert!(row.iter().all(|&x| (x - 1.0 / k as f32).abs() < 1e-6), "{row:?}");
             } else {
-                let len = len as usize;
                 prop_assert!(row[len..].iter().all(|&x| x == 0.0), "masked weights must be exactly 0: {row:?}");
                 prop_assert!(row[..len].iter().all(|&x| x > 0.0));
                 prop_assert!((row[..len].iter().sum::<f32>() - 1.0).abs() < 1e-5);
@@ -51,120 +57,98 @@ proptest! {
         // Batch element i does not see the valid lengths of the others.
         let mut mixed = other.clone();
         mixed[..q].copy_from_slice(&lens[..q]);
-        let again = masked_softmax(scores, Some(lens_tensor(&mixed, b, q, &device).into())).unwrap();
+        let again = masked_softmax(scores, Some(&per_query(&mixed, q, &device)));
         let again = again.try_into_vec_as::<f32>().unwrap();
         prop_assert_eq!(&again[..q * k], &w[..q * k]);
     }
 }
 
 #[test]
-fn valid_lens_out_of_range_is_refused() {
+fn valid_lens_out_of_range_is_refused_naming_the_argument() {
     let device = Device::flex();
     let scores = randn([2, 2, 4], 0, &device);
-    for (lens, bad, at) in [([2i64, 5], 5i64, 1), ([-1, 3], -1, 0)] {
-        let err = masked_softmax(
-            scores.clone(),
-            Some(Tensor::<1, Int>::from_ints(lens, &device).into()),
-        )
-        .unwrap_err();
-        assert_eq!(
-            err,
-            AttentionError::ValidLen {
-                value: bad,
-                index: vec![at],
-                num_keys: 4
-            }
-        );
-        assert!(
-            err.to_string().contains("`valid_lens`")
-                && err.to_string().contains("0..=4"),
-            "{err}"
-        );
-    }
-    let err = masked_softmax(
-        scores,
-        Some(Tensor::<2, Int>::from_ints([[1, 2], [4, 7]], &device).into()),
-    )
-    .unwrap_err();
+    let msg = panic_message(|| {
+        masked_softmax(scores.clone(), Some(&ValidLens::new(&[2, 5], &device)));
+    });
     assert_eq!(
-        err,
-        AttentionError::ValidLen {
-            value: 7,
-            index: vec![1, 1],
-            num_keys: 4
-        }
+        msg,
+        "`valid_lens` holds 5 at [1]; each valid length must be in 0..=4 (the number of keys)"
     );
+    let lens = ValidLens::per_query(&[[1, 2], [4, 7]], &device);
+    let msg = panic_message(|| {
+        masked_softmax(scores, Some(&lens));
+    });
+    assert!(msg.starts_with("`valid_lens` holds 7 at [1, 1];"), "{msg}");
 }
 
 #[test]
 fn valid_lens_of_the_wrong_shape_is_refused() {
     let device = Device::flex();
     let scores = randn([2, 3, 4], 0, &device);
-    let err = masked_softmax(
-        scores.clone(),
-        Some(Tensor::<1, Int>::from_ints([1, 2, 3], &device).into()),
-    )
-    .unwrap_err();
+    let msg = panic_message(|| {
+        masked_softmax(
+            scores.clone(),
+            Some(&ValidLens::new(&[1, 2, 3], &device)),
+        );
+    });
+    assert_eq!(msg, "`valid_lens` has shape [3], expected (2,) or (2, 3)");
+    let lens = ValidLens::per_query(&[[1, 2], [3, 4]], &device);
+    let msg = panic_message(|| {
+        masked_softmax(scores, Some(&lens));
+    });
     assert_eq!(
-        err.to_string(),
-        "`valid_lens` has shape [3], expected (2,) or (2, 3)"
-    );
-    let err = masked_softmax(
-        scores,
-        Some(Tensor::<2, Int>::from_ints([[1, 2], [3, 4]], &device).into()),
-    )
-    .unwrap_err();
-    assert_eq!(
-        err.to_string(),
+        msg,
         "`valid_lens` has shape [2, 2], expected (2,) or (2, 3)"
     );
 }
 
 #[test]
+fn ragged_per_query_lengths_are_refused() {
+    let device = Device::flex();
+    let rows = [vec![1, 2], vec![3]];
+    let msg = panic_message(|| {
+        ValidLens::per_query(&rows, &device);
+    });
+    assert_eq!(msg, "`lens` has rows of different lengths");
+}
+
+#[test]
 fn keys_and_values_of_different_counts_name_both_shapes() {
     let device = Device::flex();
+    let (queries, keys, values) = (
+        randn([2, 1, 3], 0, &device),
+        randn([2, 10, 3], 1, &device),
+        randn([2, 9, 4], 2, &device),
+    );
     let attention = DotProductAttentionConfig::new().init();
-    let err = attention
-        .forward(
-            randn([2, 1, 3], 0, &device),
-            randn([2, 10, 3], 1, &device),
-            randn([2, 9, 4], 2, &device),
-            None,
-        )
-        .unwrap_err();
-    let msg = err.to_string();
-    assert!(
-        msg.contains("`keys` [2, 10, 3]") && msg.contains("`values` [2, 9, 4]"),
-        "{msg}"
+    let msg = panic_message(|| {
+        attention.forward(queries.clone(), keys.clone(), values.clone(), None);
+    });
+    assert_eq!(
+        msg,
+        "`keys` [2, 10, 3] and `values` [2, 9, 4] disagree: one value is needed per key (dimension 1)"
     );
     let additive = AdditiveAttentionConfig::new(3, 3, 4).init(&device);
-    let err = additive
-        .forward(
-            randn([2, 1, 3], 0, &device),
-            randn([2, 10, 3], 1, &device),
-            randn([2, 9, 4], 2, &device),
-            None,
-        )
-        .unwrap_err();
-    assert!(err.to_string().contains("[2, 9, 4]"));
+    let msg = panic_message(|| {
+        additive.forward(queries, keys, values, None);
+    });
+    assert!(msg.contains("`values` [2, 9, 4]"), "{msg}");
 }
 
 #[test]
 fn dot_product_needs_equal_query_and_key_sizes_and_names_both() {
     let device = Device::flex();
     let attention = DotProductAttentionConfig::new().init();
-    let err = attention
-        .forward(
+    let msg = panic_message(|| {
+        attention.forward(
             randn([2, 1, 20], 0, &device),
             randn([2, 10, 2], 1, &device),
             randn([2, 10, 4], 2, &device),
             None,
-        )
-        .unwrap_err();
-    let msg = err.to_string();
+        );
+    });
     assert!(
-        msg.contains("`queries` [2, 1, 20]")
-            && msg.contains("`keys` [2, 10, 2]"),
+        msg.starts_with("`queries` [2, 1, 20] and `keys` [2, 10, 2] disagree"),
         "{msg}"
     );
 }
@@ -173,23 +157,24 @@ fn dot_product_needs_equal_query_and_key_sizes_and_names_both() {
 fn bilinear_scores_name_the_argument_that_does_not_fit() {
     let device = Device::flex();
     let w = randn([2, 3], 0, &device); // (key_size 2, query_size 3)
-    let err = bilinear_scores(
-        randn([1, 1, 3], 1, &device),
-        randn([3, 4, 2], 2, &device),
-        w.clone(),
-    )
-    .unwrap_err();
-    assert!(err.to_string().contains("batch sizes differ"), "{err}");
-    let err = bilinear_scores(
-        randn([1, 1, 3], 1, &device),
-        randn([1, 4, 5], 2, &device),
-        w,
-    )
-    .unwrap_err();
-    assert!(
-        err.to_string()
-            .starts_with("`w` [2, 3] and `keys` [1, 4, 5]"),
-        "{err}"
+    let msg = panic_message(|| {
+        bilinear_scores(
+            randn([1, 1, 3], 1, &device),
+            randn([3, 4, 2], 2, &device),
+            w.clone(),
+        );
+    });
+    assert!(msg.contains("batch sizes differ"), "{msg}");
+    let msg = panic_message(|| {
+        bilinear_scores(
+            randn([1, 1, 3], 1, &device),
+            randn([1, 4, 5], 2, &device),
+            w,
+        );
+    });
+    assert_eq!(
+        msg,
+        "`w` has shape [2, 3], expected (key_size, query_size) = (5, 3)"
     );
 }
 
@@ -197,17 +182,17 @@ fn bilinear_scores_name_the_argument_that_does_not_fit() {
 fn additive_attention_checks_the_configured_sizes() {
     let device = Device::flex();
     let attention = AdditiveAttentionConfig::new(2, 20, 8).init(&device);
-    let err = attention
-        .forward(
+    let msg = panic_message(|| {
+        attention.forward(
             randn([2, 1, 19], 0, &device),
             randn([2, 10, 2], 1, &device),
             randn([2, 10, 4], 2, &device),
             None,
-        )
-        .unwrap_err();
+        );
+    });
     assert_eq!(
-        err.to_string(),
-        "`queries` has shape [2, 1, 19], expected query_size 20"
+        msg,
+        "`queries` has shape [2, 1, 19], expected vectors of size 20 (dimension 2)"
     );
 }
 
@@ -220,10 +205,10 @@ proptest! {
     #[test]
     fn forward_and_attend_agree_with_masked_softmax_of_scores(
         (b, q, k, seed) in (1usize..4, 1usize..4, 1usize..7, any::<u64>()),
-        lens in proptest::collection::vec(0i64..7, 3),
+        lens in proptest::collection::vec(0usize..7, 3),
     ) {
         let device = Device::flex();
-        let lens: Vec<i64> = lens[..b].iter().map(|&l| l.min(k as i64)).collect();
+        let lens: Vec<usize> = lens[..b].iter().map(|&l| l.min(k)).collect();
         let attention = AdditiveAttention {
             w_k: seeded_linear(3, 8, seed, &device),
             w_q: seeded_linear(5, 8, seed ^ 1, &device),
@@ -233,18 +218,16 @@ proptest! {
         let queries = randn([b, q, 5], seed ^ 3, &device) * 2.0;
         let keys = randn([b, k, 3], seed ^ 4, &device) * 2.0;
         let values = randn([b, k, 2], seed ^ 5, &device);
-        let valid_lens = Tensor::<1, Int>::from_data(TensorData::new(lens, [b]), &device);
+        let valid_lens = ValidLens::new(&lens, &device);
         let weights = masked_softmax(
             attention.scores(queries.clone(), keys.clone()),
-            Some(valid_lens.clone().into()),
-        )
-        .unwrap();
+            Some(&valid_lens),
+        );
         let output = weights.clone().matmul(values.clone());
         let forward = attention
-            .forward(queries.clone(), keys.clone(), values.clone(), Some(valid_lens.clone().into()))
-            .unwrap();
-        let projected = attention.project_keys(keys, values, Some(valid_lens)).unwrap();
-        let fast = attention.attend(queries, &projected).unwrap();
+            .forward(queries.clone(), keys.clone(), values.clone(), Some(&valid_lens));
+        let projected = attention.project_keys(keys, values, Some(valid_lens));
+        let fast = attention.attend(queries, &projected);
         for (what, a, b) in [
             ("forward weights", weights.clone(), forward.attention_weights),
             ("forward output", output.clone(), forward.output),

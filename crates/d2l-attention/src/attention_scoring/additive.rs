@@ -3,11 +3,7 @@
 use burn::module::Module;
 use burn::nn::{Dropout, DropoutConfig, Initializer, Linear, LinearConfig};
 use burn::prelude::Config;
-use burn::tensor::{
-    Bool, Device, Int, Tensor,
-    activation::{sigmoid, softmax},
-    module::linear,
-};
+use burn::tensor::{Device, Tensor, activation::sigmoid, module::linear};
 
 use super::*;
 
@@ -82,11 +78,11 @@ impl AdditiveAttentionConfig {
 /// let keys = Tensor::<3>::ones([2, 10, 2], &device);
 /// # let values = Tensor::<1, Int>::arange(0..40, &device).float().reshape([1, 10, 4]);
 /// # let values = values.repeat_dim(0, 2);
-/// let valid_lens = Tensor::<1, Int>::from_ints([2, 6], &device);
-/// use d2l_attention::attention_scoring::AdditiveAttentionConfig;
+/// use d2l_attention::attention_scoring::{AdditiveAttentionConfig, ValidLens};
+/// let valid_lens = ValidLens::new(&[2, 6], &device);
 ///
 /// let layer = AdditiveAttentionConfig::new(2, 20, 8).init(&device);
-/// let attended = layer.forward(queries, keys, values, Some(valid_lens.into())).unwrap();
+/// let attended = layer.forward(queries, keys, values, Some(&valid_lens));
 /// let output = attended.output.try_into_vec_as::<f32>().unwrap();
 /// let expected = [2.0, 3.0, 4.0, 5.0, 10.0, 11.0, 12.0, 13.0];
 /// assert!(output.iter().zip(expected).all(|(o, e)| (o - e).abs() < 1e-4));
@@ -117,8 +113,8 @@ impl AdditiveAttention {
     /// let keys = Tensor::<3>::ones([2, 10, 2], &device);
     /// # let values = Tensor::<1, Int>::arange(0..40, &device).float().reshape([1, 10, 4]);
     /// # let values = values.repeat_dim(0, 2);
-    /// let valid_lens = Tensor::<1, Int>::from_ints([2, 6], &device);
-    /// use d2l_attention::attention_scoring::AdditiveAttentionConfig;
+    /// use d2l_attention::attention_scoring::{AdditiveAttentionConfig, ValidLens};
+    /// let valid_lens = ValidLens::new(&[2, 6], &device);
     ///
     /// let layer = AdditiveAttentionConfig::new(2, 20, 8).init(&device);
     /// let scores = layer.scores(queries, keys);
@@ -126,6 +122,7 @@ impl AdditiveAttention {
     /// ```
     // ANCHOR: additive
     pub fn scores(&self, queries: Tensor<3>, keys: Tensor<3>) -> Tensor<3> {
+        self.check_sizes(&queries, &keys);
         // (b, q, 1, h)
         let queries = self.w_q.forward(queries).unsqueeze_dim::<4>(2);
         let keys = self.w_k.forward(keys).unsqueeze_dim::<4>(1); // (b, 1, k, h)
@@ -137,14 +134,15 @@ impl AdditiveAttention {
     /// Attention pooling of `values` (batch_size, num_keys, value_size) for
     /// `queries` (batch_size, num_queries, query_size) over `keys`
     /// (batch_size, num_keys, key_size), masked by `valid_lens` as in
-    /// [`masked_softmax`]: [`AdditiveAttention::project_keys`] followed by
-    /// [`AdditiveAttention::attend`], which computes [`AdditiveAttention::scores`]
-    /// in a faster form.
+    /// [`masked_softmax`]: d2l's `AdditiveAttention.forward`. A decoder that
+    /// attends over the same keys at every step uses
+    /// [`AdditiveAttention::project_keys`] and [`AdditiveAttention::attend`]
+    /// instead, which give the same weights faster.
     ///
-    /// # Errors
-    /// [`AttentionError`] when the batch sizes differ, keys and values
-    /// differ in number, the query or key size is not the configured one,
-    /// or `valid_lens` is malformed.
+    /// # Panics
+    /// When the batch sizes differ, keys and values differ in number, the
+    /// query or key size is not the configured one, or `valid_lens` does not
+    /// fit (see [`ValidLens::mask`]); the message names the argument.
     ///
     /// # Examples
     /// ```
@@ -155,36 +153,52 @@ impl AdditiveAttention {
     /// let keys = Tensor::<3>::ones([2, 10, 2], &device);
     /// # let values = Tensor::<1, Int>::arange(0..40, &device).float().reshape([1, 10, 4]);
     /// # let values = values.repeat_dim(0, 2);
-    /// let valid_lens = Tensor::<1, Int>::from_ints([2, 6], &device);
-    /// use d2l_attention::attention_scoring::AdditiveAttentionConfig;
+    /// use d2l_attention::attention_scoring::{AdditiveAttentionConfig, ValidLens};
+    /// let valid_lens = ValidLens::new(&[2, 6], &device);
     ///
     /// let layer = AdditiveAttentionConfig::new(2, 20, 8).init(&device);
-    /// let attended = layer.forward(queries, keys, values, Some(valid_lens.into())).unwrap();
+    /// let attended = layer.forward(queries, keys, values, Some(&valid_lens));
     /// assert_eq!(attended.output.dims(), [2, 1, 4]);
     /// // The weights past each valid length are exactly 0.
     /// let weights = attended.attention_weights.try_into_vec_as::<f32>().unwrap();
     /// assert!(weights[2..10].iter().all(|&w| w == 0.0));
     /// ```
+    // ANCHOR: additive_forward
     pub fn forward(
         &self,
         queries: Tensor<3>,
         keys: Tensor<3>,
         values: Tensor<3>,
-        valid_lens: Option<ValidLens>,
-    ) -> Result<Attended, AttentionError> {
-        check_qkv(&queries, &keys, &values)?;
-        let projected =
-            self.project(keys, values, valid_lens, queries.dims()[1])?;
-        self.attend(queries, &projected)
+        valid_lens: Option<&ValidLens>,
+    ) -> Attended {
+        check_qkv(&queries, &keys, &values);
+        let weights = masked_softmax(self.scores(queries, keys), valid_lens);
+        pool(&self.dropout, weights, values)
+    }
+    // ANCHOR_END: additive_forward
+
+    /// Checks `queries` (…, query_size) and `keys` (…, key_size) against
+    /// the layer's sizes.
+    fn check_sizes(&self, queries: &Tensor<3>, keys: &Tensor<3>) {
+        let [key_size, _] = self.w_k.weight.dims();
+        let [query_size, _] = self.w_q.weight.dims();
+        for (arg, dims, size) in [
+            ("queries", queries.dims(), query_size),
+            ("keys", keys.dims(), key_size),
+        ] {
+            assert!(
+                dims[2] == size,
+                "`{arg}` has shape {dims:?}, expected vectors of size {size} (dimension 2)"
+            );
+        }
     }
 
     /// Prepares `keys` (batch_size, num_keys, key_size), `values`
-    /// (batch_size, num_keys, value_size) and their `valid_lens`
-    /// (batch_size,) for many calls of [`AdditiveAttention::attend`], as a
-    /// decoder makes, one per step: the keys are projected and the mask is
-    /// built once.
+    /// (batch_size, num_keys, value_size) and their `valid_lens` for many
+    /// calls of [`AdditiveAttention::attend`], as a decoder makes, one per
+    /// step: the keys are projected once.
     ///
-    /// # Errors
+    /// # Panics
     /// As [`AdditiveAttention::forward`].
     ///
     /// # Examples
@@ -196,53 +210,34 @@ impl AdditiveAttention {
     /// let keys = Tensor::<3>::ones([2, 10, 2], &device);
     /// # let values = Tensor::<1, Int>::arange(0..40, &device).float().reshape([1, 10, 4]);
     /// # let values = values.repeat_dim(0, 2);
-    /// let valid_lens = Tensor::<1, Int>::from_ints([2, 6], &device);
-    /// use d2l_attention::attention_scoring::AdditiveAttentionConfig;
+    /// use d2l_attention::attention_scoring::{AdditiveAttentionConfig, ValidLens};
+    /// let valid_lens = ValidLens::new(&[2, 6], &device);
     ///
     /// let layer = AdditiveAttentionConfig::new(2, 20, 8).init(&device);
-    /// let projected = layer.project_keys(keys, values, Some(valid_lens)).unwrap();
-    /// let attended = layer.attend(queries, &projected).unwrap();
+    /// let projected = layer.project_keys(keys, values, Some(valid_lens));
+    /// let attended = layer.attend(queries, &projected);
     /// assert_eq!(attended.attention_weights.dims(), [2, 1, 10]);
     /// ```
     pub fn project_keys(
         &self,
         keys: Tensor<3>,
         values: Tensor<3>,
-        valid_lens: Option<Tensor<1, Int>>,
-    ) -> Result<ProjectedKeys, AttentionError> {
-        self.project(keys, values, valid_lens.map(ValidLens::from), 1)
-    }
-
-    /// [`AdditiveAttention::project_keys`] for `num_queries` queries, so
-    /// that per-query valid lengths work too.
-    fn project(
-        &self,
-        keys: Tensor<3>,
-        values: Tensor<3>,
         valid_lens: Option<ValidLens>,
-        num_queries: usize,
-    ) -> Result<ProjectedKeys, AttentionError> {
-        check_qkv(&keys, &keys, &values)?;
+    ) -> ProjectedKeys {
+        check_qkv(&keys, &keys, &values);
         let [key_size, _] = self.w_k.weight.dims();
-        let [batch_size, num_keys, _] = keys.dims();
-        if keys.dims()[2] != key_size {
-            return Err(AttentionError::Shape {
-                arg: "keys",
-                got: keys.dims().to_vec(),
-                expected: format!("key_size {key_size}"),
-            });
-        }
-        let device = keys.device();
-        let mask = valid_lens
-            .map(|lens| lens.mask(batch_size, num_queries, num_keys, &device))
-            .transpose()?;
-        Ok(ProjectedKeys {
+        let dims = keys.dims();
+        assert!(
+            dims[2] == key_size,
+            "`keys` has shape {dims:?}, expected vectors of size {key_size} (dimension 2)"
+        );
+        ProjectedKeys {
             keys: (self.w_k.forward(keys) * 2.0).unsqueeze_dim(1),
             values,
-            mask,
+            valid_lens,
             w_q: self.w_q.weight.val() * 2.0,
             w_v: self.w_v.weight.val() * 2.0,
-        })
+        }
     }
 
     /// The same pooling as [`AdditiveAttention::forward`] over keys
@@ -258,9 +253,10 @@ impl AdditiveAttention {
     /// faster on flex. The weights agree with those of [`masked_softmax`]
     /// over [`AdditiveAttention::scores`] to rounding.
     ///
-    /// # Errors
-    /// [`AttentionError::Shape`] when `queries` has another batch size or
-    /// query size, or `projected` was made by a layer of another size.
+    /// # Panics
+    /// When `queries` has another batch size or query size, or `projected`
+    /// was made by a layer of another size (naming the argument), or
+    /// `projected`'s valid lengths do not fit the queries.
     ///
     /// # Examples
     /// ```
@@ -271,15 +267,14 @@ impl AdditiveAttention {
     /// let keys = Tensor::<3>::ones([2, 10, 2], &device);
     /// # let values = Tensor::<1, Int>::arange(0..40, &device).float().reshape([1, 10, 4]);
     /// # let values = values.repeat_dim(0, 2);
-    /// let valid_lens = Tensor::<1, Int>::from_ints([2, 6], &device);
-    /// use d2l_attention::attention_scoring::AdditiveAttentionConfig;
+    /// use d2l_attention::attention_scoring::{AdditiveAttentionConfig, ValidLens};
+    /// let valid_lens = ValidLens::new(&[2, 6], &device);
     ///
     /// let layer = AdditiveAttentionConfig::new(2, 20, 8).init(&device);
-    /// let projected = layer.project_keys(keys.clone(), values.clone(), Some(valid_lens.clone()))
-    ///     .unwrap();
+    /// let projected = layer.project_keys(keys.clone(), values.clone(), Some(valid_lens.clone()));
     /// // The same weights as `forward`, to rounding.
-    /// let fast = layer.attend(queries.clone(), &projected).unwrap().attention_weights;
-    /// let plain = layer.forward(queries, keys, values, Some(valid_lens.into())).unwrap();
+    /// let fast = layer.attend(queries.clone(), &projected).attention_weights;
+    /// let plain = layer.forward(queries, keys, values, Some(&valid_lens));
     /// let gap = (fast - plain.attention_weights).abs().max().into_scalar::<f32>();
     /// assert!(gap < 1e-6);
     /// ```
@@ -287,51 +282,26 @@ impl AdditiveAttention {
         &self,
         queries: Tensor<3>,
         projected: &ProjectedKeys,
-    ) -> Result<Attended, AttentionError> {
+    ) -> Attended {
         let [query_size, num_hiddens] = self.w_q.weight.dims();
-        let [batch_size, _, num_keys, h] = projected.keys.dims();
-        if h != num_hiddens {
-            return Err(AttentionError::Shape {
-                arg: "projected",
-                got: projected.keys.dims().to_vec(),
-                expected: format!(
-                    "keys projected to num_hiddens {num_hiddens}"
-                ),
-            });
-        }
-        let [b, num_queries, d] = queries.dims();
-        if d != query_size {
-            return Err(AttentionError::Shape {
-                arg: "queries",
-                got: queries.dims().to_vec(),
-                expected: format!("query_size {query_size}"),
-            });
-        }
-        let mask_queries = projected.mask.as_ref().map_or(1, |m| m.dims()[1]);
-        if b != batch_size || (mask_queries != 1 && mask_queries != num_queries)
-        {
-            return Err(AttentionError::Shape {
-                arg: "queries",
-                got: queries.dims().to_vec(),
-                expected: format!(
-                    "({batch_size}, {mask_queries}, {query_size})"
-                ),
-            });
-        }
+        let keys = projected.keys.dims();
+        assert!(
+            keys[3] == num_hiddens,
+            "`projected` holds keys {keys:?}, expected keys projected to num_hiddens {num_hiddens}"
+        );
+        let q = queries.dims();
+        assert!(
+            q[0] == keys[0] && q[2] == query_size,
+            "`queries` has shape {q:?}, expected ({}, num_queries, {query_size})",
+            keys[0]
+        );
         let queries =
             linear(queries, projected.w_q.clone(), None).unsqueeze_dim::<4>(2);
         let features = sigmoid(queries + projected.keys.clone()); // (tanh + 1) / 2
         let scores =
             linear(features, projected.w_v.clone(), None).squeeze_dim::<3>(3);
-        let scores = match &projected.mask {
-            Some(mask) => {
-                let shape = [batch_size, num_queries, num_keys];
-                scores.mask_fill(mask.clone().expand(shape), MASK_VALUE)
-            }
-            None => scores,
-        };
-        let weights = softmax(scores, 2);
-        Ok(pool(&self.dropout, weights, projected.values.clone()))
+        let weights = masked_softmax(scores, projected.valid_lens.as_ref());
+        pool(&self.dropout, weights, projected.values.clone())
     }
 }
 
@@ -346,14 +316,14 @@ impl AdditiveAttention {
 /// let keys = Tensor::<3>::ones([2, 10, 2], &device);
 /// # let values = Tensor::<1, Int>::arange(0..40, &device).float().reshape([1, 10, 4]);
 /// # let values = values.repeat_dim(0, 2);
-/// let valid_lens = Tensor::<1, Int>::from_ints([2, 6], &device);
-/// use d2l_attention::attention_scoring::AdditiveAttentionConfig;
+/// use d2l_attention::attention_scoring::{AdditiveAttentionConfig, ValidLens};
+/// let valid_lens = ValidLens::new(&[2, 6], &device);
 ///
 /// let layer = AdditiveAttentionConfig::new(2, 20, 8).init(&device);
 /// // Made once per batch, used by every decoding step.
-/// let projected = layer.project_keys(keys, values, Some(valid_lens)).unwrap();
+/// let projected = layer.project_keys(keys, values, Some(valid_lens));
 /// for _ in 0..3 {
-///     assert_eq!(layer.attend(queries.clone(), &projected).unwrap().output.dims(), [2, 1, 4]);
+///     assert_eq!(layer.attend(queries.clone(), &projected).output.dims(), [2, 1, 4]);
 /// }
 /// ```
 #[derive(Clone, Debug)]
@@ -362,9 +332,8 @@ pub struct ProjectedKeys {
     keys: Tensor<4>,
     /// (batch_size, num_keys, value_size).
     values: Tensor<3>,
-    /// True at or past each valid length: (batch_size, num_queries,
-    /// num_keys), where num_queries is 1 for [`AdditiveAttention::project_keys`].
-    mask: Option<Tensor<3, Bool>>,
+    /// How many keys each query may see.
+    valid_lens: Option<ValidLens>,
     /// 2·W_q, (query_size, num_hiddens).
     w_q: Tensor<2>,
     /// 2·w_v, (num_hiddens, 1).

@@ -57,11 +57,11 @@ impl DotProductAttentionConfig {
 /// let keys = Tensor::<3>::ones([2, 10, 2], &device);
 /// # let values = Tensor::<1, Int>::arange(0..40, &device).float().reshape([1, 10, 4]);
 /// # let values = values.repeat_dim(0, 2);
-/// let valid_lens = Tensor::<1, Int>::from_ints([2, 6], &device);
-/// use d2l_attention::attention_scoring::DotProductAttentionConfig;
+/// use d2l_attention::attention_scoring::{DotProductAttentionConfig, ValidLens};
+/// let valid_lens = ValidLens::new(&[2, 6], &device);
 ///
 /// let layer = DotProductAttentionConfig::new().init();
-/// let attended = layer.forward(queries, keys, values, Some(valid_lens.into())).unwrap();
+/// let attended = layer.forward(queries, keys, values, Some(&valid_lens));
 /// let output = attended.output.try_into_vec_as::<f32>().unwrap();
 /// let expected = [2.0, 3.0, 4.0, 5.0, 10.0, 11.0, 12.0, 13.0];
 /// assert!(output.iter().zip(expected).all(|(o, e)| (o - e).abs() < 1e-4));
@@ -79,8 +79,8 @@ impl DotProductAttention {
     /// num_keys), from queries (batch_size, num_queries, d) and keys
     /// (batch_size, num_keys, d).
     ///
-    /// # Errors
-    /// [`AttentionError::Mismatch`] naming both shapes when the sizes differ.
+    /// # Panics
+    /// When the batch sizes or vector sizes differ (naming both shapes).
     ///
     /// # Examples
     /// ```
@@ -90,38 +90,24 @@ impl DotProductAttention {
     /// let device = Device::flex();
     /// let queries = Tensor::<3>::from_floats([[[1.0, 1.0]]], &device);
     /// let keys = Tensor::<3>::from_floats([[[2.0, 0.0], [1.0, 3.0]]], &device);
-    /// let scores = DotProductAttentionConfig::new().init().scores(queries, keys).unwrap();
+    /// let scores = DotProductAttentionConfig::new().init().scores(queries, keys);
     /// // qᵀk / √2: 2/√2 and 4/√2.
     /// let scores = scores.try_into_vec_as::<f32>().unwrap();
     /// assert!((scores[0] - 2f32.sqrt()).abs() < 1e-6 && (scores[1] - 8f32.sqrt()).abs() < 1e-6);
     /// ```
     // ANCHOR: dot_product
-    pub fn scores(
-        &self,
-        queries: Tensor<3>,
-        keys: Tensor<3>,
-    ) -> Result<Tensor<3>, AttentionError> {
+    pub fn scores(&self, queries: Tensor<3>, keys: Tensor<3>) -> Tensor<3> {
         let (q, k) = (queries.dims(), keys.dims());
-        if q[2] != k[2] || q[0] != k[0] {
-            let why = if q[0] != k[0] {
-                "batch sizes differ"
-            } else {
-                "a dot product needs queries and keys of one size (dimension 2)"
-            };
-            return Err(AttentionError::mismatch(
-                "queries",
-                q.to_vec(),
-                "keys",
-                k.to_vec(),
-                why,
-            ));
-        }
+        assert!(
+            q[0] == k[0] && q[2] == k[2],
+            "`queries` {q:?} and `keys` {k:?} disagree: a dot product needs one batch size (dimension 0) and one vector size (dimension 2)"
+        );
         let scores = queries.matmul(keys.swap_dims(1, 2));
-        Ok(if self.scaled {
+        if self.scaled {
             scores / (q[2] as f64).sqrt()
         } else {
             scores
-        })
+        }
     }
     // ANCHOR_END: dot_product
 
@@ -129,8 +115,9 @@ impl DotProductAttention {
     /// `queries` (batch_size, num_queries, d) over `keys` (batch_size,
     /// num_keys, d), masked by `valid_lens` as in [`masked_softmax`].
     ///
-    /// # Errors
-    /// [`AttentionError`] when the shapes disagree or `valid_lens` is malformed.
+    /// # Panics
+    /// When the shapes disagree or `valid_lens` does not fit (see
+    /// [`ValidLens::mask`]), naming the argument.
     ///
     /// # Examples
     /// ```
@@ -140,11 +127,11 @@ impl DotProductAttention {
     /// let keys = Tensor::<3>::ones([2, 10, 2], &device);
     /// # let values = Tensor::<1, Int>::arange(0..40, &device).float().reshape([1, 10, 4]);
     /// # let values = values.repeat_dim(0, 2);
-    /// let valid_lens = Tensor::<1, Int>::from_ints([2, 6], &device);
-    /// use d2l_attention::attention_scoring::DotProductAttentionConfig;
+    /// use d2l_attention::attention_scoring::{DotProductAttentionConfig, ValidLens};
+    /// let valid_lens = ValidLens::new(&[2, 6], &device);
     ///
     /// let layer = DotProductAttentionConfig::new().init();
-    /// let attended = layer.forward(queries, keys, values, Some(valid_lens.into())).unwrap();
+    /// let attended = layer.forward(queries, keys, values, Some(&valid_lens));
     /// assert_eq!(attended.attention_weights.dims(), [2, 1, 10]);
     /// ```
     pub fn forward(
@@ -152,11 +139,11 @@ impl DotProductAttention {
         queries: Tensor<3>,
         keys: Tensor<3>,
         values: Tensor<3>,
-        valid_lens: Option<ValidLens>,
-    ) -> Result<Attended, AttentionError> {
-        check_qkv(&queries, &keys, &values)?;
-        let weights = masked_softmax(self.scores(queries, keys)?, valid_lens)?;
-        Ok(pool(&self.dropout, weights, values))
+        valid_lens: Option<&ValidLens>,
+    ) -> Attended {
+        check_qkv(&queries, &keys, &values);
+        let weights = masked_softmax(self.scores(queries, keys), valid_lens);
+        pool(&self.dropout, weights, values)
     }
 }
 
@@ -165,8 +152,8 @@ impl DotProductAttention {
 /// (batch_size, num_queries, query_size), keys (batch_size, num_keys,
 /// key_size) and `w` (key_size, query_size).
 ///
-/// # Errors
-/// [`AttentionError::Mismatch`] when `w` does not fit the query or key size.
+/// # Panics
+/// When the batch sizes differ or `w` does not fit the query and key sizes.
 ///
 /// # Examples
 /// ```
@@ -178,7 +165,7 @@ impl DotProductAttention {
 /// let keys = Tensor::<3>::from_floats([[[1.0, 0.0], [0.0, 1.0]]], &device);
 /// let w = Tensor::<2>::from_floats([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]], &device);
 /// // kᵀ W q: W picks q's first and third entries.
-/// let scores = bilinear_scores(queries, keys, w).unwrap();
+/// let scores = bilinear_scores(queries, keys, w);
 /// assert_eq!(scores.try_into_vec_as::<f32>().unwrap(), [1.0, 3.0]);
 /// ```
 // ANCHOR: bilinear
@@ -186,38 +173,21 @@ pub fn bilinear_scores(
     queries: Tensor<3>,
     keys: Tensor<3>,
     w: Tensor<2>,
-) -> Result<Tensor<3>, AttentionError> {
+) -> Tensor<3> {
     let (q, k, wd) = (queries.dims(), keys.dims(), w.dims());
-    if q[0] != k[0] {
-        return Err(AttentionError::mismatch(
-            "queries",
-            q.to_vec(),
-            "keys",
-            k.to_vec(),
-            "batch sizes differ",
-        ));
-    }
-    if wd[1] != q[2] {
-        return Err(AttentionError::mismatch(
-            "w",
-            wd.to_vec(),
-            "queries",
-            q.to_vec(),
-            "w must be (key_size, query_size)",
-        ));
-    }
-    if wd[0] != k[2] {
-        return Err(AttentionError::mismatch(
-            "w",
-            wd.to_vec(),
-            "keys",
-            k.to_vec(),
-            "w must be (key_size, query_size)",
-        ));
-    }
+    assert!(
+        q[0] == k[0],
+        "`queries` {q:?} and `keys` {k:?} disagree: batch sizes differ"
+    );
+    assert!(
+        wd == [k[2], q[2]],
+        "`w` has shape {wd:?}, expected (key_size, query_size) = ({}, {})",
+        k[2],
+        q[2]
+    );
     // (b, q, key_size)
     let projected = queries.matmul(w.transpose().unsqueeze_dim::<3>(0));
-    Ok(projected.matmul(keys.swap_dims(1, 2)))
+    projected.matmul(keys.swap_dims(1, 2))
 }
 // ANCHOR_END: bilinear
 

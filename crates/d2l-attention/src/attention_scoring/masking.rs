@@ -1,156 +1,225 @@
 //! Masking by valid length (d2l zh §10.3.1): which keys a query may see.
 
-use burn::tensor::{Bool, Device, Int, Tensor, activation::softmax};
+use burn::tensor::{
+    Bool, Device, Int, Tensor, TensorData, activation::softmax,
+};
 
 use super::*;
 
 /// How many keys each query may attend to: the first `valid_len` keys count,
-/// the rest (padding) get weight exactly 0.
+/// the rest (padding) get weight exactly 0 (d2l's `valid_lens`).
+///
+/// Built from host values, where the data pipeline makes them: lengths
+/// cannot be negative, and they stay on the host too, so that a forward
+/// pass checks them against the number of keys without reading anything
+/// back from the device.
 ///
 /// # Examples
 /// ```
-/// use burn::tensor::{Device, Int, Tensor};
+/// use burn::tensor::Device;
 /// use d2l_attention::attention_scoring::ValidLens;
 ///
 /// let device = Device::flex();
-/// let per_sequence: ValidLens = Tensor::<1, Int>::from_ints([2, 3], &device).into();
-/// let mask = per_sequence.mask(2, 1, 4, &device).unwrap();
+/// let per_sequence = ValidLens::new(&[2, 3], &device);
+/// let mask = per_sequence.mask(2, 1, 4);
 /// // Keys at or past each valid length are masked.
 /// let mask = mask.into_data().to_vec::<bool>().unwrap();
 /// assert_eq!(mask, [false, false, true, true, false, false, false, true]);
 /// ```
 #[derive(Clone, Debug)]
-pub enum ValidLens {
-    /// (batch_size,): one length shared by all queries of a batch element
-    /// (d2l's 1-D `valid_lens`).
-    PerSequence(Tensor<1, Int>),
-    /// (batch_size, num_queries): a length per query (d2l's 2-D `valid_lens`).
-    PerQuery(Tensor<2, Int>),
-}
-
-impl From<Tensor<1, Int>> for ValidLens {
-    fn from(t: Tensor<1, Int>) -> Self {
-        ValidLens::PerSequence(t)
-    }
-}
-
-impl From<Tensor<2, Int>> for ValidLens {
-    fn from(t: Tensor<2, Int>) -> Self {
-        ValidLens::PerQuery(t)
-    }
+pub struct ValidLens {
+    /// (batch_size, 1) for one length per sequence, (batch_size,
+    /// num_queries) for one per query.
+    lens: Tensor<2, Int>,
+    /// The same lengths on the host, row-major.
+    host: Vec<usize>,
 }
 
 impl ValidLens {
-    /// The lengths as (batch_size, num_queries, 1), after checking their
-    /// shape and range.
-    fn per_query(
-        self,
-        batch_size: usize,
-        num_queries: usize,
-        num_keys: usize,
-    ) -> Result<Tensor<3, Int>, AttentionError> {
-        let expected =
-            || format!("({batch_size},) or ({batch_size}, {num_queries})");
-        let (lens, dims): (Tensor<3, Int>, Vec<usize>) = match self {
-            ValidLens::PerSequence(t) if t.dims() == [batch_size] => (
-                t.reshape([batch_size, 1, 1]).expand([
-                    batch_size,
-                    num_queries,
-                    1,
-                ]),
-                vec![batch_size],
-            ),
-            ValidLens::PerQuery(t) if t.dims() == [batch_size, num_queries] => {
-                (
-                    t.reshape([batch_size, num_queries, 1]),
-                    vec![batch_size, num_queries],
-                )
-            }
-            ValidLens::PerSequence(t) => {
-                return Err(AttentionError::Shape {
-                    arg: "valid_lens",
-                    got: t.dims().to_vec(),
-                    expected: expected(),
-                });
-            }
-            ValidLens::PerQuery(t) => {
-                return Err(AttentionError::Shape {
-                    arg: "valid_lens",
-                    got: t.dims().to_vec(),
-                    expected: expected(),
-                });
-            }
-        };
-        let values = lens
-            .clone()
-            .try_into_vec_as::<i64>()
-            .map_err(|e| AttentionError::Unreadable(e.to_string()))?;
-        if let Some(i) =
-            values.iter().position(|&v| v < 0 || v as usize > num_keys)
-        {
-            // The position in the caller's tensor: (b,) or (b, q).
-            let index = if dims.len() == 1 {
-                vec![i / num_queries]
-            } else {
-                vec![i / num_queries, i % num_queries]
-            };
-            return Err(AttentionError::ValidLen {
-                value: values[i],
-                index,
-                num_keys,
-            });
-        }
-        Ok(lens)
-    }
-
-    /// True where a key is at or past its query's valid length:
-    /// (batch_size, num_queries, num_keys).
-    ///
-    /// # Errors
-    /// As [`masked_softmax`].
+    /// One length per sequence, shared by all its queries (d2l's 1-D
+    /// `valid_lens`): `lens` (batch_size,).
     ///
     /// # Examples
     /// ```
-    /// use burn::tensor::{Device, Int, Tensor};
+    /// use burn::tensor::Device;
     /// use d2l_attention::attention_scoring::ValidLens;
     ///
-    /// let device = Device::flex();
-    /// let per_query: ValidLens = Tensor::<2, Int>::from_ints([[1, 3]], &device).into();
-    /// let mask = per_query.mask(1, 2, 3, &device).unwrap();
+    /// let valid_lens = ValidLens::new(&[2, 6], &Device::flex());
+    /// assert_eq!((valid_lens.batch_size(), valid_lens.max()), (2, 6));
+    /// ```
+    pub fn new(lens: &[usize], device: &Device) -> Self {
+        Self::from_host(lens.to_vec(), [lens.len(), 1], device)
+    }
+
+    /// One length per query (d2l's 2-D `valid_lens`): `lens` (batch_size,
+    /// num_queries), one row per sequence.
+    ///
+    /// # Panics
+    /// When the rows differ in length.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::Device;
+    /// use d2l_attention::attention_scoring::ValidLens;
+    ///
+    /// let per_query = ValidLens::per_query(&[[1, 3], [2, 4]], &Device::flex());
+    /// assert_eq!(per_query.lens(), [1, 3, 2, 4]);
+    /// ```
+    pub fn per_query(lens: &[impl AsRef<[usize]>], device: &Device) -> Self {
+        let num_queries = lens.first().map_or(0, |row| row.as_ref().len());
+        let host: Vec<usize> =
+            lens.iter().flat_map(|row| row.as_ref()).copied().collect();
+        assert!(
+            host.len() == lens.len() * num_queries,
+            "`lens` has rows of different lengths"
+        );
+        Self::from_host(host, [lens.len(), num_queries], device)
+    }
+
+    fn from_host(host: Vec<usize>, dims: [usize; 2], device: &Device) -> Self {
+        let data = host.iter().map(|&l| l as i64).collect::<Vec<_>>();
+        let lens =
+            Tensor::<2, Int>::from_data(TensorData::new(data, dims), device);
+        Self { lens, host }
+    }
+
+    /// Every sequence's lengths repeated `n` times in a row: sequence i
+    /// becomes rows i·n … i·n + n − 1 (torch's `repeat_interleave`), as
+    /// multi-head attention needs when it folds the heads into the batch.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::Device;
+    /// use d2l_attention::attention_scoring::ValidLens;
+    ///
+    /// let valid_lens = ValidLens::new(&[3, 2], &Device::flex()).repeat_interleave(2);
+    /// assert_eq!(valid_lens.lens(), [3, 3, 2, 2]);
+    /// ```
+    pub fn repeat_interleave(&self, n: usize) -> Self {
+        let [batch_size, width] = self.lens.dims();
+        let lens = self
+            .lens
+            .clone()
+            .unsqueeze_dim::<3>(1)
+            .expand([batch_size, n, width])
+            .reshape([batch_size * n, width]);
+        let host = self
+            .host
+            .chunks(width)
+            .flat_map(|row| std::iter::repeat_n(row, n).flatten().copied())
+            .collect();
+        Self { lens, host }
+    }
+
+    /// The number of sequences.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::Device;
+    /// use d2l_attention::attention_scoring::ValidLens;
+    ///
+    /// assert_eq!(ValidLens::new(&[2, 6, 1], &Device::flex()).batch_size(), 3);
+    /// ```
+    pub fn batch_size(&self) -> usize {
+        self.lens.dims()[0]
+    }
+
+    /// The lengths as given, row-major, from the host copy.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::Device;
+    /// use d2l_attention::attention_scoring::ValidLens;
+    ///
+    /// assert_eq!(ValidLens::new(&[2, 6], &Device::flex()).lens(), [2, 6]);
+    /// ```
+    pub fn lens(&self) -> &[usize] {
+        &self.host
+    }
+
+    /// The largest length (0 when there are none), from the host copy.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::Device;
+    /// use d2l_attention::attention_scoring::ValidLens;
+    ///
+    /// assert_eq!(ValidLens::new(&[2, 6], &Device::flex()).max(), 6);
+    /// ```
+    pub fn max(&self) -> usize {
+        self.host.iter().copied().max().unwrap_or(0)
+    }
+
+    /// The smallest length (0 when there are none), from the host copy.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::Device;
+    /// use d2l_attention::attention_scoring::ValidLens;
+    ///
+    /// assert_eq!(ValidLens::new(&[2, 6], &Device::flex()).min(), 2);
+    /// ```
+    pub fn min(&self) -> usize {
+        self.host.iter().copied().min().unwrap_or(0)
+    }
+
+    /// True where a key is at or past its query's valid length:
+    /// (batch_size, num_queries, num_keys), on the lengths' device.
+    ///
+    /// # Panics
+    /// When the lengths are not (batch_size,) or (batch_size, num_queries),
+    /// or one is larger than `num_keys` (the message names `valid_lens`).
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::Device;
+    /// use d2l_attention::attention_scoring::ValidLens;
+    ///
+    /// let per_query = ValidLens::per_query(&[[1, 3]], &Device::flex());
+    /// let mask = per_query.mask(1, 2, 3);
     /// assert_eq!(mask.dims(), [1, 2, 3]);
     /// assert_eq!(mask.into_data().to_vec::<bool>().unwrap(), [false, true, true, false, false, false]);
     /// ```
     // ANCHOR: mask
     pub fn mask(
-        self,
+        &self,
         batch_size: usize,
         num_queries: usize,
         num_keys: usize,
-        device: &Device,
-    ) -> Result<Tensor<3, Bool>, AttentionError> {
-        // (b, q, 1)
-        let lens = self.per_query(batch_size, num_queries, num_keys)?;
+    ) -> Tensor<3, Bool> {
+        self.check(batch_size, num_queries, num_keys);
         let shape = [batch_size, num_queries, num_keys];
-        let positions = Tensor::<1, Int>::arange(0..num_keys as i64, device)
-            .reshape([1, 1, num_keys]);
-        Ok(positions.expand(shape).greater_equal(lens.expand(shape)))
+        // (b, 1 or q, 1): one length per sequence or per query
+        let lens = self.lens.clone().unsqueeze_dim::<3>(2).expand(shape);
+        let positions =
+            Tensor::<1, Int>::arange(0..num_keys as i64, &self.lens.device());
+        positions
+            .reshape([1, 1, num_keys])
+            .expand(shape)
+            .greater_equal(lens)
     }
     // ANCHOR_END: mask
-}
 
-pub(super) fn check_rank3(
-    arg: &'static str,
-    dims: [usize; 3],
-    batch_size: usize,
-) -> Result<(), AttentionError> {
-    if dims[0] != batch_size {
-        return Err(AttentionError::Shape {
-            arg,
-            got: dims.to_vec(),
-            expected: format!("batch size {batch_size}"),
-        });
+    /// The checks of [`ValidLens::mask`], on the host copy.
+    fn check(&self, batch_size: usize, num_queries: usize, num_keys: usize) {
+        let dims = self.lens.dims();
+        let shape = if dims[1] == 1 { &dims[..1] } else { &dims[..] };
+        assert!(
+            dims[0] == batch_size && (dims[1] == 1 || dims[1] == num_queries),
+            "`valid_lens` has shape {shape:?}, expected ({batch_size},) or ({batch_size}, {num_queries})"
+        );
+        if let Some(i) = self.host.iter().position(|&l| l > num_keys) {
+            let index = if dims[1] == 1 {
+                vec![i]
+            } else {
+                vec![i / dims[1], i % dims[1]]
+            };
+            panic!(
+                "`valid_lens` holds {} at {index:?}; each valid length must be in 0..={num_keys} (the number of keys)",
+                self.host[i]
+            );
+        }
     }
-    Ok(())
 }
 
 /// Softmax over the last axis of `scores` that ignores keys past each
@@ -168,20 +237,18 @@ pub(super) fn check_rank3(
 /// masked scores are [`MASK_VALUE`]: finite, so neither the weights nor
 /// their gradient contain NaN. (PyTorch's fused SDPA returns zeros there.)
 ///
-/// # Errors
-/// [`AttentionError::Shape`] when `valid_lens` is not (batch_size,) or
-/// (batch_size, num_queries); [`AttentionError::ValidLen`] when a length is
-/// negative or larger than num_keys.
+/// # Panics
+/// As [`ValidLens::mask`].
 ///
 /// # Examples
 /// ```
-/// use burn::tensor::{Device, Int, Tensor};
-/// use d2l_attention::attention_scoring::masked_softmax;
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::attention_scoring::{ValidLens, masked_softmax};
 ///
 /// let device = Device::flex();
 /// let scores = Tensor::<3>::zeros([2, 1, 4], &device);
-/// let valid_lens = Tensor::<1, Int>::from_ints([2, 4], &device);
-/// let weights = masked_softmax(scores, Some(valid_lens.into())).unwrap();
+/// let valid_lens = ValidLens::new(&[2, 4], &device);
+/// let weights = masked_softmax(scores, Some(&valid_lens));
 /// assert_eq!(weights.dims(), [2, 1, 4]);
 /// let weights = weights.try_into_vec_as::<f32>().unwrap();
 /// assert_eq!(weights, [0.5, 0.5, 0.0, 0.0, 0.25, 0.25, 0.25, 0.25]);
@@ -189,14 +256,13 @@ pub(super) fn check_rank3(
 // ANCHOR: masked_softmax
 pub fn masked_softmax(
     scores: Tensor<3>,
-    valid_lens: Option<ValidLens>,
-) -> Result<Tensor<3>, AttentionError> {
+    valid_lens: Option<&ValidLens>,
+) -> Tensor<3> {
     let Some(valid_lens) = valid_lens else {
-        return Ok(softmax(scores, 2));
+        return softmax(scores, 2);
     };
     let [batch_size, num_queries, num_keys] = scores.dims();
-    let masked =
-        valid_lens.mask(batch_size, num_queries, num_keys, &scores.device())?;
-    Ok(softmax(scores.mask_fill(masked, MASK_VALUE), 2))
+    let masked = valid_lens.mask(batch_size, num_queries, num_keys);
+    softmax(scores.mask_fill(masked, MASK_VALUE), 2)
 }
 // ANCHOR_END: masked_softmax

@@ -30,13 +30,13 @@ const SEED: u64 = 1;
 
 fn shapes_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: shapes
-    // vocab, embed, hiddens, layers
-    let config = Seq2SeqConfig::new(10, 8, 16, 2);
+    // source and target vocab, embed, hiddens, layers
+    let config = Seq2SeqConfig::new(10, 10, 8, 16, 2);
     let encoder = config.init_encoder(device);
     let decoder = config.init_decoder(device);
     let x = Tensor::<2, Int>::zeros([4, 7], device); // (batch_size, num_steps)
-    let state = decoder.init_state(encoder.forward(x.clone()), None);
-    let decoded = decoder.forward(x, state)?;
+    let state = decoder.init_state(encoder.forward(x.clone(), None), None);
+    let decoded = decoder.forward(x, state);
     writeln!(out, "output:            {:?}", decoded.output.dims())?;
     writeln!(
         out,
@@ -51,7 +51,7 @@ fn shapes_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     writeln!(
         out,
         "attention_weights: {:?}",
-        decoded.attention_weights.dims()
+        decoded.attention[0].weights.dims()
     )?;
     // ANCHOR_END: shapes
     Ok(())
@@ -156,24 +156,17 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let data = NmtData::new(&text, num_steps, 600)?;
     let train_device = device.clone().autodiff();
     train_device.seed(SEED); // initial weights and dropout masks
-    let model = EncoderDecoder {
-        encoder: Seq2SeqConfig::new(
-            data.src_vocab.len(),
-            embed_size,
-            num_hiddens,
-            num_layers,
-        )
-        .with_dropout(dropout)
-        .init_encoder(&train_device),
-        decoder: Seq2SeqConfig::new(
-            data.tgt_vocab.len(),
-            embed_size,
-            num_hiddens,
-            num_layers,
-        )
-        .with_dropout(dropout)
-        .init_decoder(&train_device),
-    };
+    let (src_vocab_size, tgt_vocab_size) =
+        (data.src_vocab.len(), data.tgt_vocab.len());
+    let model = Seq2SeqConfig::new(
+        src_vocab_size,
+        tgt_vocab_size,
+        embed_size,
+        num_hiddens,
+        num_layers,
+    )
+    .with_dropout(dropout)
+    .init(&train_device);
     // lr 0.005, 250 epochs
     let config = TrainConfig::new().with_batch_size(batch_size);
     let progress = indicatif::ProgressBar::new(config.num_epochs as u64)
@@ -239,8 +232,10 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let source: Vec<&str> = EXAMPLES[3].0.split(' ').chain(["<eos>"]).collect();
     let written: Vec<&str> =
         translation.text.split(' ').chain(["<eos>"]).collect();
-    // drop the padding
-    let weights = translation.attention_weights.narrow(1, 0, source.len());
+    // (tokens written, source tokens): padding is never attended
+    let weights = translation
+        .weights(AttentionKind::EncoderDecoder, 0, 0)
+        .expect("Bahdanau's one attention");
     let [num_queries, num_keys] = weights.dims();
     let figure = show_heatmaps(
         &weights.clone().reshape([1, 1, num_queries, num_keys]),

@@ -29,11 +29,11 @@ fn masked_softmax_demo(
 ) -> anyhow::Result<()> {
     // ANCHOR: masked_softmax_demo
     let scores = rand([2, 2, 4], 0, device);
-    let per_sequence = Tensor::<1, Int>::from_ints([2, 3], device);
-    let weights = masked_softmax(scores.clone(), Some(per_sequence.into()))?;
+    let per_sequence = ValidLens::new(&[2, 3], device);
+    let weights = masked_softmax(scores.clone(), Some(&per_sequence));
     writeln!(out, "valid_lens [2, 3]:\n{}", format_tensor(weights, 4))?;
-    let per_query = Tensor::<2, Int>::from_ints([[1, 3], [2, 4]], device);
-    let weights = masked_softmax(scores, Some(per_query.into()))?;
+    let per_query = ValidLens::per_query(&[[1, 3], [2, 4]], device);
+    let weights = masked_softmax(scores, Some(&per_query));
     writeln!(
         out,
         "valid_lens [[1, 3], [2, 4]]:\n{}",
@@ -57,12 +57,11 @@ fn additive_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let keys = Tensor::<3>::ones([2, 10, 2], device);
     // (2, 10, 4): 0, 1, …, 39 in both batch elements
     let values = demo_values(device);
-    let valid_lens = Tensor::<1, Int>::from_ints([2, 6], device);
+    let valid_lens = ValidLens::new(&[2, 6], device);
     let attention = AdditiveAttentionConfig::new(2, 20, 8)
         .with_dropout(0.1)
         .init(device);
-    let attended =
-        attention.forward(queries, keys, values, Some(valid_lens.into()))?;
+    let attended = attention.forward(queries, keys, values, Some(&valid_lens));
     writeln!(out, "{}", format_tensor(attended.output, 4))?;
     let weights = attended.attention_weights.reshape([1, 1, 2, 10]);
     let figure =
@@ -76,14 +75,14 @@ fn dot_product_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: dot_product_demo
     let queries = randn([2, 1, 2], 2, device);
     let keys = Tensor::<3>::ones([2, 10, 2], device);
-    let valid_lens = Tensor::<1, Int>::from_ints([2, 6], device);
+    let valid_lens = ValidLens::new(&[2, 6], device);
     let attention = DotProductAttentionConfig::new().with_dropout(0.5).init();
     let attended = attention.forward(
         queries,
         keys,
         demo_values(device),
-        Some(valid_lens.into()),
-    )?;
+        Some(&valid_lens),
+    );
     writeln!(out, "{}", format_tensor(attended.output, 4))?;
     let weights = attended.attention_weights.reshape([1, 1, 2, 10]);
     let figure =
@@ -139,16 +138,16 @@ fn table_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         ),
         (
             "dot product   kᵀq",
-            dot.scores(queries.clone(), keys.clone())?,
+            dot.scores(queries.clone(), keys.clone()),
         ),
         (
             "scaled dot    kᵀq / √d",
-            scaled_dot.scores(queries.clone(), keys.clone())?,
+            scaled_dot.scores(queries.clone(), keys.clone()),
         ),
-        ("bilinear      kᵀ W q", bilinear_scores(queries, keys, w)?),
+        ("bilinear      kᵀ W q", bilinear_scores(queries, keys, w)),
     ];
     for (name, scores) in table {
-        let weights = masked_softmax(scores.clone(), None)?;
+        let weights = masked_softmax(scores.clone(), None);
         writeln!(
             out,
             "{name}\n  scores  {}\n  weights {}",
@@ -221,13 +220,11 @@ fn projection_exercise(
     // ANCHOR: projection_exercise
     let queries = randn([2, 1, 20], 1, device); // query_size 20
     let keys = randn([2, 10, 2], 12, device); // key_size 2
-    let valid_lens = Tensor::<1, Int>::from_ints([2, 6], device);
+    let valid_lens = ValidLens::new(&[2, 6], device);
     let attention = DotProductAttentionConfig::new().init();
-    // Without a projection the sizes cannot meet:
-    let refused = attention
-        .forward(queries.clone(), keys.clone(), demo_values(device), None)
-        .unwrap_err();
-    writeln!(out, "error: {refused}")?;
+    // Without a projection the sizes cannot meet (the layer would panic):
+    let (q, k) = (queries.dims(), keys.dims());
+    writeln!(out, "queries {q:?}, keys {k:?}: {} ≠ {}", q[2], k[2])?;
     // A learnable W (query_size → key_size) makes them comparable: score = kᵀ(W
     // q) / √2.
     let project = seeded_linear(20, 2, 13, device);
@@ -235,8 +232,8 @@ fn projection_exercise(
         project.forward(queries),
         keys,
         demo_values(device),
-        Some(valid_lens.into()),
-    )?;
+        Some(&valid_lens),
+    );
     writeln!(
         out,
         "weights:\n{}",

@@ -15,6 +15,7 @@ pub use corpus::{
 
 use std::collections::HashMap;
 
+use crate::attention_scoring::ValidLens;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use chacha20::ChaCha12Rng;
 use rand::SeedableRng;
@@ -302,7 +303,7 @@ pub fn build_array_nmt(
     lines: &[Vec<String>],
     vocab: &Vocab,
     num_steps: usize,
-) -> (Vec<i64>, Vec<i64>) {
+) -> (Vec<i64>, Vec<usize>) {
     let (pad, eos) = (vocab.index("<pad>"), vocab.index("<eos>"));
     let mut array = Vec::with_capacity(lines.len() * num_steps);
     let mut valid_lens = Vec::with_capacity(lines.len());
@@ -310,7 +311,7 @@ pub fn build_array_nmt(
         let indices: Vec<usize> =
             line.iter().map(|t| vocab.index(t)).chain([eos]).collect();
         let row = truncate_pad(&indices, num_steps, pad);
-        valid_lens.push(row.iter().filter(|&&i| i != pad).count() as i64);
+        valid_lens.push(row.iter().filter(|&&i| i != pad).count());
         array.extend(row.into_iter().map(|i| i as i64));
     }
     (array, valid_lens)
@@ -326,18 +327,18 @@ pub fn build_array_nmt(
 /// let text = "go .\tva !\nhi .\tsalut !\n".repeat(3);
 /// let data = NmtData::new(&text, 5, 6).unwrap();
 /// let batch = &data.batches(4, 0, &Device::flex())[0];
-/// assert_eq!((batch.x.dims(), batch.y.dims(), batch.y_valid_len.dims()), ([4, 5], [4, 5], [4]));
+/// assert_eq!((batch.x.dims(), batch.y.dims(), batch.y_valid_len.batch_size()), ([4, 5], [4, 5], 4));
 /// ```
 #[derive(Clone, Debug)]
 pub struct Batch {
     /// Source indices, (batch_size, num_steps).
     pub x: Tensor<2, Int>,
-    /// Source valid lengths, (batch_size,).
-    pub x_valid_len: Tensor<1, Int>,
+    /// Source valid lengths, (batch_size,), on the device and the host.
+    pub x_valid_len: ValidLens,
     /// Target indices, (batch_size, num_steps).
     pub y: Tensor<2, Int>,
-    /// Target valid lengths, (batch_size,).
-    pub y_valid_len: Tensor<1, Int>,
+    /// Target valid lengths, (batch_size,), on the device and the host.
+    pub y_valid_len: ValidLens,
 }
 
 /// The translation data of d2l's `load_data_nmt`, ready to be batched.
@@ -358,8 +359,8 @@ pub struct NmtData {
     /// The target vocabulary.
     pub tgt_vocab: Vocab,
     num_steps: usize,
-    source: (Vec<i64>, Vec<i64>),
-    target: (Vec<i64>, Vec<i64>),
+    source: (Vec<i64>, Vec<usize>),
+    target: (Vec<i64>, Vec<usize>),
 }
 
 impl NmtData {
@@ -465,18 +466,18 @@ impl NmtData {
         let mut order: Vec<usize> = (0..self.len()).collect();
         order.shuffle(&mut ChaCha12Rng::seed_from_u64(seed));
         let n = self.num_steps;
-        let rows = |data: &(Vec<i64>, Vec<i64>), idx: &[usize]| {
+        let rows = |data: &(Vec<i64>, Vec<usize>), idx: &[usize]| {
             let tokens: Vec<i64> = idx
                 .iter()
                 .flat_map(|&i| data.0[i * n..(i + 1) * n].iter().copied())
                 .collect();
-            let lens: Vec<i64> = idx.iter().map(|&i| data.1[i]).collect();
+            let lens: Vec<usize> = idx.iter().map(|&i| data.1[i]).collect();
             (
                 Tensor::from_data(
                     TensorData::new(tokens, [idx.len(), n]),
                     device,
                 ),
-                Tensor::from_data(TensorData::new(lens, [idx.len()]), device),
+                ValidLens::new(&lens, device),
             )
         };
         order

@@ -1,18 +1,25 @@
-//! Training and prediction for encoder–decoder models (d2l zh §9.7, en
-//! §10.7): the masked cross-entropy loss, gradient clipping by the global
-//! norm, the training loop and greedy prediction, and saving a model.
+//! Training and prediction for any encoder–decoder model (d2l zh §9.6–9.7,
+//! en §10.6–10.7): the [`Encoder`] and [`Decoder`] interface, the masked
+//! cross-entropy loss, gradient clipping by the global norm, the training
+//! loop, greedy prediction, and saving and loading a model.
 
+mod model;
 mod predict;
 mod train;
 
-pub use predict::{Translation, predict_seq2seq, save_model};
-pub use train::{Epoch, Step, TrainConfig, adam, train_batch, train_seq2seq};
+pub use model::{
+    AttentionKind, AttentionMap, Decoded, Decoder, Encoder, EncoderDecoder,
+};
+pub use predict::{
+    ModelFileError, Translation, load_model, predict_seq2seq, save_model,
+};
+pub use train::{Epoch, Step, TrainConfig, train_batch, train_seq2seq};
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Int, Tensor, activation::log_softmax};
 
-use crate::attention_scoring::{AttentionError, ValidLens};
+use crate::attention_scoring::ValidLens;
 
 /// Softmax cross-entropy that ignores padding (d2l zh §9.7.3,
 /// `MaskedSoftmaxCELoss`): `pred` (batch_size, num_steps, vocab_size)
@@ -22,24 +29,22 @@ use crate::attention_scoring::{AttentionError, ValidLens};
 /// Returns each sequence's loss (batch_size,): its summed token losses
 /// divided by num_steps, as d2l does (not by the valid length).
 ///
-/// # Errors
-/// [`AttentionError`] when `valid_len` is not (batch_size,) or holds a
-/// length outside 0..=num_steps.
-///
 /// # Panics
-/// When `label` is not (batch_size, num_steps).
+/// When `label` is not (batch_size, num_steps), or `valid_len` is not
+/// (batch_size,) or holds a length past num_steps.
 ///
 /// # Examples
 /// ```
 /// use burn::tensor::{Device, Int, Tensor};
+/// use d2l_attention::attention_scoring::ValidLens;
 /// use d2l_attention::seq2seq::masked_softmax_ce_loss;
 ///
 /// let device = Device::flex();
 /// // Uniform scores over 4 tokens: each valid step costs ln 4.
 /// let pred = Tensor::<3>::zeros([2, 3, 4], &device);
 /// let label = Tensor::<2, Int>::zeros([2, 3], &device);
-/// let valid_len = Tensor::<1, Int>::from_ints([3, 1], &device);
-/// let loss = masked_softmax_ce_loss(pred, label, valid_len).unwrap();
+/// let valid_len = ValidLens::new(&[3, 1], &device);
+/// let loss = masked_softmax_ce_loss(pred, label, &valid_len);
 /// let loss = loss.try_into_vec_as::<f32>().unwrap();
 /// let ln4 = 4f32.ln();
 /// // Averaged over all 3 steps, padding included (d2l's rule).
@@ -49,22 +54,26 @@ use crate::attention_scoring::{AttentionError, ValidLens};
 pub fn masked_softmax_ce_loss(
     pred: Tensor<3>,
     label: Tensor<2, Int>,
-    valid_len: Tensor<1, Int>,
-) -> Result<Tensor<1>, AttentionError> {
+    valid_len: &ValidLens,
+) -> Tensor<1> {
     let [batch_size, num_steps, _] = pred.dims();
-    let device = pred.device();
+    let dims = label.dims();
+    assert!(
+        dims == [batch_size, num_steps],
+        "`label` has shape {dims:?}, expected (batch_size, num_steps) of `pred`"
+    );
     let token_loss = log_softmax(pred, 2)
         .gather(2, label.unsqueeze_dim(2))
         .reshape([batch_size, num_steps])
         .neg();
     // The padding mask of masked_softmax, one row per sequence.
-    let padding = ValidLens::from(valid_len)
-        .mask(batch_size, 1, num_steps, &device)?
+    let padding = valid_len
+        .mask(batch_size, 1, num_steps)
         .reshape([batch_size, num_steps]);
-    Ok(token_loss
+    token_loss
         .mask_fill(padding, 0.0)
         .mean_dim(1)
-        .reshape([batch_size]))
+        .reshape([batch_size])
 }
 // ANCHOR_END: masked_ce
 
@@ -87,16 +96,18 @@ impl ModuleVisitor for SquaredNorm<'_> {
     }
 }
 
-/// Multiplies every parameter's gradient by `factor`.
+/// Multiplies every parameter's gradient by `factor`, a tensor of one
+/// element.
 struct Scale<'a> {
     grads: &'a mut GradientsParams,
-    factor: f64,
+    factor: Tensor<1>,
 }
 
 impl ModuleVisitor for Scale<'_> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
         if let Some(grad) = self.grads.remove::<D>(param.id) {
-            self.grads.register(param.id, grad * self.factor);
+            let factor = self.factor.clone().reshape([1; D]);
+            self.grads.register(param.id, grad * factor);
         }
     }
 }
@@ -105,7 +116,11 @@ impl ModuleVisitor for Scale<'_> {
 
 /// Rescales `grads` so that their norm over **all** parameters of `model`
 /// together is at most `theta` (d2l zh §8.5.5, `grad_clipping`; burn's
-/// own clipping works per parameter). Returns the norm before clipping.
+/// own clipping works per parameter). Returns the norm before clipping,
+/// (1,), or `None` when no parameter has a gradient.
+///
+/// Everything stays on the device: the factor min(1, θ / norm) is a
+/// tensor, so clipping never waits for a value to come back to the host.
 ///
 /// # Panics
 /// When `theta` is not a positive number.
@@ -122,28 +137,26 @@ impl ModuleVisitor for Scale<'_> {
 /// let layer = LinearConfig::new(3, 2).init(&device);
 /// let loss = layer.forward(Tensor::<2>::ones([4, 3], &device) * 100.0).sum();
 /// let mut grads = GradientsParams::from_grads(loss.backward(), &layer);
-/// let norm = grad_clipping(&layer, &mut grads, 1.0);
-/// assert!(norm > 1.0);
+/// let norm = grad_clipping(&layer, &mut grads, 1.0).unwrap();
+/// assert!(norm.into_scalar::<f32>() > 1.0);
 /// // Clipped: the norm is now 1.
-/// assert!((grad_clipping(&layer, &mut grads, 1.0) - 1.0).abs() < 1e-4);
+/// let norm = grad_clipping(&layer, &mut grads, 1.0).unwrap();
+/// assert!((norm.into_scalar::<f32>() - 1.0).abs() < 1e-4);
 /// ```
 // ANCHOR: grad_clipping
 pub fn grad_clipping<M: Module>(
     model: &M,
     grads: &mut GradientsParams,
     theta: f64,
-) -> f64 {
+) -> Option<Tensor<1>> {
     assert!(theta > 0.0, "`theta` must be positive, got {theta}");
     let mut squares = SquaredNorm { grads, total: None };
     model.visit(&mut squares);
-    let norm = squares.total.map_or(0.0, |t| t.into_scalar::<f64>().sqrt());
-    if norm > theta {
-        model.visit(&mut Scale {
-            grads,
-            factor: theta / norm,
-        });
-    }
-    norm
+    let norm = squares.total?.sqrt();
+    // θ / norm where that is below 1, else 1 (also when the norm is 0)
+    let factor = (norm.clone().recip() * theta).clamp_max(1.0);
+    model.visit(&mut Scale { grads, factor });
+    Some(norm)
 }
 // ANCHOR_END: grad_clipping
 
@@ -171,9 +184,6 @@ pub enum Seq2SeqError {
         "`device` is {0:?}, not an autodiff device: pass `device.autodiff()` and a model made on it"
     )]
     NotAutodiff(Device),
-    /// A batch did not fit the model.
-    #[error(transparent)]
-    Attention(#[from] AttentionError),
     /// The loss stopped being a number.
     #[error("the loss became {loss} in epoch {epoch}; lower the learning rate")]
     Diverged {

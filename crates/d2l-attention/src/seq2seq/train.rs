@@ -8,7 +8,6 @@ use burn::prelude::Config;
 use burn::tensor::{Device, Int, Tensor};
 
 use super::*;
-use crate::bahdanau::{Encoded, EncoderDecoder};
 use crate::machine_translation::{Batch, NmtData};
 
 /// The training settings of d2l zh §10.4.3.
@@ -20,9 +19,15 @@ use crate::machine_translation::{Batch, NmtData};
 /// // d2l's settings: lr 0.005, 250 epochs, batches of 64, clipping at 1.
 /// let config = TrainConfig::new();
 /// assert_eq!((config.lr, config.num_epochs, config.batch_size, config.clip_norm), (0.005, 250, 64, 1.0));
+/// // Adam with torch's ε (burn's default is 1e-5).
+/// assert!(format!("{:?}", config.optimizer).contains("epsilon: 1e-8"));
 /// ```
 #[derive(Config, Debug)]
 pub struct TrainConfig {
+    /// The optimiser: Adam with torch's defaults (burn's ε is 1e-5,
+    /// torch's 1e-8).
+    #[config(default = "AdamConfig::new().with_epsilon(1e-8)")]
+    pub optimizer: AdamConfig,
     /// Adam's learning rate.
     #[config(default = 0.005)]
     pub lr: f64,
@@ -89,16 +94,13 @@ impl TrainConfig {
 /// # Examples
 /// ```
 /// # use burn::tensor::Device;
-/// # use d2l_attention::bahdanau::{EncoderDecoder, Seq2SeqConfig};
+/// # use d2l_attention::bahdanau::Seq2SeqConfig;
 /// # use d2l_attention::machine_translation::NmtData;
 /// // Four sentence pairs, sentences of at most 5 tokens, a small model.
 /// let data = NmtData::new(&"go .\tva !\nhi .\tsalut !\n".repeat(2), 5, 4).unwrap();
 /// let device = Device::flex().autodiff();
-/// # let config = |v| Seq2SeqConfig::new(v, 4, 8, 1);
-/// let model = EncoderDecoder {
-///     encoder: config(data.src_vocab.len()).init_encoder(&device),
-///     decoder: config(data.tgt_vocab.len()).init_decoder(&device),
-/// };
+/// let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
+/// let model = Seq2SeqConfig::new(src, tgt, 4, 8, 1).init(&device);
 /// use d2l_attention::seq2seq::{TrainConfig, train_seq2seq};
 ///
 /// let mut epochs = Vec::new();
@@ -135,67 +137,38 @@ impl Epoch {
     }
 }
 
-/// Adam with torch's defaults (burn's ε is 1e-5, torch's 1e-8).
-///
-/// # Examples
-/// ```
-/// # use burn::tensor::Device;
-/// # use d2l_attention::bahdanau::{EncoderDecoder, Seq2SeqConfig};
-/// # use d2l_attention::machine_translation::NmtData;
-/// // Four sentence pairs, sentences of at most 5 tokens, a small model.
-/// let data = NmtData::new(&"go .\tva !\nhi .\tsalut !\n".repeat(2), 5, 4).unwrap();
-/// let device = Device::flex().autodiff();
-/// # let config = |v| Seq2SeqConfig::new(v, 4, 8, 1);
-/// let model = EncoderDecoder {
-///     encoder: config(data.src_vocab.len()).init_encoder(&device),
-///     decoder: config(data.tgt_vocab.len()).init_decoder(&device),
-/// };
-/// use d2l_attention::seq2seq::{TrainConfig, adam, train_batch};
-///
-/// let mut optimizer = adam();
-/// let batch = data.batches(4, 0, &device).remove(0);
-/// let bos = data.tgt_vocab.index("<bos>") as i64;
-/// let step = train_batch(model, &mut optimizer, batch, bos, &TrainConfig::new()).unwrap();
-/// assert!(step.loss_sum > 0.0);
-/// ```
-pub fn adam() -> ModuleOptimizer {
-    AdamConfig::new().with_epsilon(1e-8).init()
-}
-
 /// What one training step returns.
 ///
 /// # Examples
 /// ```
 /// # use burn::tensor::Device;
-/// # use d2l_attention::bahdanau::{EncoderDecoder, Seq2SeqConfig};
+/// # use d2l_attention::bahdanau::Seq2SeqConfig;
 /// # use d2l_attention::machine_translation::NmtData;
 /// // Four sentence pairs, sentences of at most 5 tokens, a small model.
 /// let data = NmtData::new(&"go .\tva !\nhi .\tsalut !\n".repeat(2), 5, 4).unwrap();
 /// let device = Device::flex().autodiff();
-/// # let config = |v| Seq2SeqConfig::new(v, 4, 8, 1);
-/// let model = EncoderDecoder {
-///     encoder: config(data.src_vocab.len()).init_encoder(&device),
-///     decoder: config(data.tgt_vocab.len()).init_decoder(&device),
-/// };
-/// use d2l_attention::seq2seq::{TrainConfig, adam, train_batch};
+/// let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
+/// let model = Seq2SeqConfig::new(src, tgt, 4, 8, 1).init(&device);
+/// use d2l_attention::seq2seq::{TrainConfig, train_batch};
 ///
 /// let batch = data.batches(4, 0, &device).remove(0);
 /// let bos = data.tgt_vocab.index("<bos>") as i64;
-/// let step = train_batch(model, &mut adam(), batch, bos, &TrainConfig::new()).unwrap();
+/// let mut optimizer = TrainConfig::new().optimizer.init();
+/// let step = train_batch(model, &mut optimizer, batch, bos, &TrainConfig::new()).unwrap();
 /// // Four targets of 2 tokens plus <eos>.
 /// assert_eq!(step.num_tokens, 12);
-/// assert!(step.grad_norm > 0.0);
+/// assert!(step.grad_norm.unwrap().into_scalar::<f32>() > 0.0);
 /// ```
-pub struct Step {
+pub struct Step<M> {
     /// The model after the update.
-    pub model: EncoderDecoder,
+    pub model: M,
     /// The batch's summed sequence losses (see [`masked_softmax_ce_loss`]),
-    /// before the update.
-    pub loss_sum: f64,
+    /// before the update, (1,), detached, still on the device.
+    pub loss_sum: Tensor<1>,
     /// The batch's valid target tokens.
     pub num_tokens: usize,
-    /// The gradients' global norm before clipping.
-    pub grad_norm: f64,
+    /// The gradients' global norm before clipping, (1,), on the device.
+    pub grad_norm: Option<Tensor<1>>,
 }
 
 /// One step of [`train_seq2seq`] on `batch`: teacher forcing from `bos`
@@ -203,86 +176,70 @@ pub struct Step {
 /// global norm of `config.clip_norm`, and an `optimizer` update with
 /// learning rate `config.lr`.
 ///
+/// Nothing is read back from the device: the loss and the norm stay
+/// there, and the lengths come from the batch's host copy.
+///
 /// # Errors
 /// [`Seq2SeqError::NotAutodiff`] when the batch is not on an autodiff
 /// device; [`Seq2SeqError::Invalid`] for bad settings (see
-/// [`TrainConfig::check`]) or targets without steps;
-/// [`Seq2SeqError::Attention`] when the batch does not fit the model.
+/// [`TrainConfig::check`]) or targets without steps.
+///
+/// # Panics
+/// When the batch does not fit the model (see [`EncoderDecoder::forward`]).
 ///
 /// # Examples
 /// ```
 /// # use burn::tensor::Device;
-/// # use d2l_attention::bahdanau::{EncoderDecoder, Seq2SeqConfig};
+/// # use d2l_attention::bahdanau::Seq2SeqConfig;
 /// # use d2l_attention::machine_translation::NmtData;
 /// // Four sentence pairs, sentences of at most 5 tokens, a small model.
 /// let data = NmtData::new(&"go .\tva !\nhi .\tsalut !\n".repeat(2), 5, 4).unwrap();
 /// let device = Device::flex().autodiff();
-/// # let config = |v| Seq2SeqConfig::new(v, 4, 8, 1);
-/// let model = EncoderDecoder {
-///     encoder: config(data.src_vocab.len()).init_encoder(&device),
-///     decoder: config(data.tgt_vocab.len()).init_decoder(&device),
-/// };
-/// use d2l_attention::seq2seq::{TrainConfig, adam, train_batch};
+/// let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
+/// let model = Seq2SeqConfig::new(src, tgt, 4, 8, 1).init(&device);
+/// use d2l_attention::seq2seq::{TrainConfig, train_batch};
 ///
-/// let mut optimizer = adam();
+/// let mut optimizer = TrainConfig::new().optimizer.init();
 /// let bos = data.tgt_vocab.index("<bos>") as i64;
 /// let batch = data.batches(4, 0, &device).remove(0);
 /// let first = train_batch(model, &mut optimizer, batch.clone(), bos, &TrainConfig::new()).unwrap();
+/// let first_loss = first.loss_sum.into_scalar::<f32>();
 /// let second = train_batch(first.model, &mut optimizer, batch, bos, &TrainConfig::new()).unwrap();
 /// // One Adam step on the same batch lowers its loss.
-/// assert!(second.loss_sum < first.loss_sum);
+/// assert!(second.loss_sum.into_scalar::<f32>() < first_loss);
 /// ```
 // ANCHOR: train_batch
-pub fn train_batch(
-    model: EncoderDecoder,
+pub fn train_batch<E: Encoder, D: Decoder<E::Output>>(
+    model: EncoderDecoder<E, D>,
     optimizer: &mut ModuleOptimizer,
     batch: Batch,
     bos: i64,
     config: &TrainConfig,
-) -> Result<Step, Seq2SeqError> {
+) -> Result<Step<EncoderDecoder<E, D>>, Seq2SeqError> {
     let [batch_size, num_steps] = batch.y.dims();
     let device = batch.y.device();
     check_training(config, &device, num_steps)?;
-    // Skip padding where that changes nothing: target steps past the longest
-    // target only add masked losses, and keys past the longest source get
-    // weight 0 (unless a source is empty: its row is uniform over all keys).
-    // The encoder still reads every step: its final state passes through the
-    // padding, as in d2l.
-    let longest = |lens: &Tensor<1, Int>| {
-        lens.clone().max().into_scalar::<i64>() as usize
-    };
-    let tgt_len = longest(&batch.y_valid_len).clamp(1, num_steps);
-    let src_len = match batch.x_valid_len.clone().min().into_scalar::<i64>() {
-        0 => batch.x.dims()[1],
-        _ => longest(&batch.x_valid_len),
-    };
+    // Target steps past the longest target add only masked losses. A decoder
+    // whose step t reads steps up to t only (d2l's RNNs, and the
+    // Transformer's masked self-attention) gives the kept steps unchanged.
+    let tgt_len = batch.y_valid_len.max().clamp(1, num_steps);
     // Teacher forcing: the decoder reads <bos> and the target without its last
     // token.
     let bos = Tensor::<2, Int>::full([batch_size, 1], bos, &device);
     let dec_input =
         Tensor::cat(vec![bos, batch.y.clone().narrow(1, 0, tgt_len - 1)], 1);
-    let encoded = model.encoder.forward(batch.x);
-    let keys = Encoded {
-        outputs: encoded.outputs.narrow(1, 0, src_len),
-        state: encoded.state,
-    };
-    let state = model.decoder.init_state(keys, Some(batch.x_valid_len));
-    let decoded = model.decoder.forward(dec_input, state)?;
-    let num_tokens =
-        batch.y_valid_len.clone().sum().into_scalar::<i64>() as usize;
+    let decoded = model.forward(batch.x, dec_input, Some(batch.x_valid_len));
     let label = batch.y.narrow(1, 0, tgt_len);
     // Rescaled so that each sequence's loss is still averaged over num_steps.
     let loss =
-        masked_softmax_ce_loss(decoded.output, label, batch.y_valid_len)?.sum()
+        masked_softmax_ce_loss(decoded.output, label, &batch.y_valid_len).sum()
             * (tgt_len as f64 / num_steps as f64);
-    let loss_sum = loss.clone().into_scalar::<f64>();
     let mut grads = GradientsParams::from_grads(loss.backward(), &model);
     let grad_norm = grad_clipping(&model, &mut grads, config.clip_norm);
-    let model = optimizer.step(config.lr, model, grads);
     Ok(Step {
-        model,
-        loss_sum,
-        num_tokens,
+        model: optimizer.step(config.lr, model, grads),
+        loss_sum: loss.detach(),
+        num_tokens: batch.y_valid_len.lens().iter().sum(),
         grad_norm,
     })
 }
@@ -309,9 +266,10 @@ fn check_training(
 
 /// Trains `model` on `data` as d2l's `train_seq2seq` (zh §9.7.4): teacher
 /// forcing (the decoder reads `<bos>` and the target shifted right),
-/// [`masked_softmax_ce_loss`] summed over the batch, Adam (ε = 1e-8, as
-/// torch), gradients clipped to a global norm of `clip_norm`.
-/// `on_epoch` sees every epoch's [`Epoch`] as it ends.
+/// [`masked_softmax_ce_loss`] summed over the batch, `config.optimizer`
+/// (Adam with ε = 1e-8, as torch), gradients clipped to a global norm of
+/// `clip_norm`. `on_epoch` sees every epoch's [`Epoch`] as it ends; the
+/// loss is read back from the device once per epoch, for it.
 ///
 /// `model` must live on `device`, an autodiff device.
 ///
@@ -322,16 +280,13 @@ fn check_training(
 /// # Examples
 /// ```
 /// # use burn::tensor::Device;
-/// # use d2l_attention::bahdanau::{EncoderDecoder, Seq2SeqConfig};
+/// # use d2l_attention::bahdanau::Seq2SeqConfig;
 /// # use d2l_attention::machine_translation::NmtData;
 /// // Four sentence pairs, sentences of at most 5 tokens, a small model.
 /// let data = NmtData::new(&"go .\tva !\nhi .\tsalut !\n".repeat(2), 5, 4).unwrap();
 /// let device = Device::flex().autodiff();
-/// # let config = |v| Seq2SeqConfig::new(v, 4, 8, 1);
-/// let model = EncoderDecoder {
-///     encoder: config(data.src_vocab.len()).init_encoder(&device),
-///     decoder: config(data.tgt_vocab.len()).init_decoder(&device),
-/// };
+/// let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
+/// let model = Seq2SeqConfig::new(src, tgt, 4, 8, 1).init(&device);
 /// use d2l_attention::seq2seq::{TrainConfig, train_seq2seq};
 ///
 /// let mut losses = Vec::new();
@@ -340,27 +295,28 @@ fn check_training(
 /// assert!(losses[19] < losses[0] / 2.0, "{losses:?}");
 /// ```
 // ANCHOR: train_seq2seq
-pub fn train_seq2seq(
-    mut model: EncoderDecoder,
+pub fn train_seq2seq<E: Encoder, D: Decoder<E::Output>>(
+    mut model: EncoderDecoder<E, D>,
     data: &NmtData,
     config: &TrainConfig,
     device: &Device,
     mut on_epoch: impl FnMut(Epoch),
-) -> Result<EncoderDecoder, Seq2SeqError> {
+) -> Result<EncoderDecoder<E, D>, Seq2SeqError> {
     check_training(config, device, 1)?;
-    let mut optimizer = adam();
+    let mut optimizer = config.optimizer.init();
     let bos = data.tgt_vocab.index("<bos>") as i64;
     let (start, mut tokens) = (Instant::now(), 0);
     for epoch in 1..=config.num_epochs {
-        let (mut loss_sum, mut epoch_tokens) = (0.0, 0);
+        let (mut loss_sum, mut epoch_tokens) = (Vec::new(), 0);
         let seed = config.seed.wrapping_add(epoch as u64);
         for batch in data.batches(config.batch_size, seed, device) {
             let step = train_batch(model, &mut optimizer, batch, bos, config)?;
             model = step.model;
-            loss_sum += step.loss_sum;
+            loss_sum.push(step.loss_sum);
             epoch_tokens += step.num_tokens;
         }
         tokens += epoch_tokens;
+        let loss_sum = Tensor::cat(loss_sum, 0).sum().into_scalar::<f64>();
         let loss = loss_sum / epoch_tokens as f64;
         if !loss.is_finite() {
             return Err(Seq2SeqError::Diverged { epoch, loss });

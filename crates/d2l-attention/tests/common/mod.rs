@@ -82,3 +82,20 @@ pub fn devices() -> Vec<(BackendChoice, Device)> {
         .map(|b| (b, b.device().unwrap()))
         .collect()
 }
+
+/// Stored valid lengths, (batch_size,) or (batch_size, num_queries).
+pub fn valid_lens(
+    v: &Value,
+    device: &Device,
+) -> d2l_attention::attention_scoring::ValidLens {
+    use d2l_attention::attention_scoring::ValidLens;
+    let (shape, data) = array(v);
+    let lens: Vec<usize> = data.iter().map(|&x| x as usize).collect();
+    match shape[..] {
+        [_] => ValidLens::new(&lens, device),
+        [_, q] => {
+            ValidLens::per_query(&lens.chunks(q).collect::<Vec<_>>(), device)
+        }
+        _ => panic!("valid_lens of shape {shape:?}"),
+    }
+}
