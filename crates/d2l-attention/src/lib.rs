@@ -29,6 +29,7 @@ pub mod device;
 pub mod files;
 pub mod listings;
 pub mod machine_translation;
+pub mod multihead_attention;
 pub mod nadaraya_watson;
 pub mod plot;
 pub mod printing;

@@ -8,6 +8,8 @@
 //! rather than taken as rand's `StdRng`, whose algorithm rand may change
 //! between versions: the committed figures depend on these streams.
 
+use burn::module::Param;
+use burn::nn::Linear;
 use burn::tensor::{Device, Shape, Tensor, TensorData};
 use chacha20::ChaCha12Rng;
 use rand::{RngExt, SeedableRng};
@@ -61,4 +63,31 @@ pub fn rand<const D: usize>(
     let n = shape.iter().product();
     let values: Vec<f32> = (0..n).map(|_| rng.random::<f32>()).collect();
     Tensor::from_data(TensorData::new(values, Shape::new(shape)), device)
+}
+
+/// A bias-free linear layer (`d_input` → `d_output`) with weights drawn
+/// from N(0, 1/d_input) by [`randn`] with `seed`, the same on every backend
+/// (burn's own initialisers draw from its global generator).
+///
+/// # Examples
+/// ```
+/// use burn::tensor::Device;
+/// use d2l_attention::random::seeded_linear;
+///
+/// let layer = seeded_linear(3, 8, 0, &Device::flex());
+/// assert_eq!(layer.weight.dims(), [3, 8]);
+/// assert!(layer.bias.is_none());
+/// ```
+pub fn seeded_linear(
+    d_input: usize,
+    d_output: usize,
+    seed: u64,
+    device: &Device,
+) -> Linear {
+    let weight =
+        randn([d_input, d_output], seed, device) / (d_input as f64).sqrt();
+    Linear {
+        weight: Param::from_tensor(weight),
+        bias: None,
+    }
 }

@@ -3,8 +3,7 @@
 
 use burn::tensor::Device;
 use d2l_attention::attention_scoring::*;
-use d2l_attention::listings::scoring::seeded_linear;
-use d2l_attention::random::randn;
+use d2l_attention::random::{randn, seeded_linear};
 use proptest::prelude::*;
 
 /// Valid lengths (b, q), row-major, as a per-query [`ValidLens`].

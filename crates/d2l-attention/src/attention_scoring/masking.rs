@@ -258,11 +258,48 @@ pub fn masked_softmax(
     scores: Tensor<3>,
     valid_lens: Option<&ValidLens>,
 ) -> Tensor<3> {
-    let Some(valid_lens) = valid_lens else {
-        return softmax(scores, 2);
-    };
     let [batch_size, num_queries, num_keys] = scores.dims();
-    let masked = valid_lens.mask(batch_size, num_queries, num_keys);
-    softmax(scores.mask_fill(masked, MASK_VALUE), 2)
+    let hidden = valid_lens.map(|l| l.mask(batch_size, num_queries, num_keys));
+    masked_softmax_by(scores, hidden)
 }
 // ANCHOR_END: masked_softmax
+
+/// Softmax over the last axis of `scores` (batch_size, num_queries,
+/// num_keys) after setting the entries where `hidden` (same shape) is true
+/// to [`MASK_VALUE`]: the one place where attention scores are masked.
+/// [`masked_softmax`] builds `hidden` from valid lengths; PyTorch-style
+/// masks (multi-head attention's `key_padding_mask`, `attn_mask`) come
+/// here directly. A row with every entry hidden is uniform.
+///
+/// # Panics
+/// When `hidden` does not have the shape of `scores`.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Bool, Device, Tensor, TensorData};
+/// use d2l_attention::attention_scoring::masked_softmax_by;
+///
+/// let device = Device::flex();
+/// let scores = Tensor::<3>::zeros([1, 2, 3], &device);
+/// // The first query may not see key 2; the second sees nothing.
+/// let hidden = vec![false, false, true, true, true, true];
+/// let hidden = Tensor::<3, Bool>::from_data(TensorData::new(hidden, [1, 2, 3]), &device);
+/// let weights = masked_softmax_by(scores, Some(hidden)).try_into_vec_as::<f32>().unwrap();
+/// let third = 1.0 / 3.0;
+/// assert_eq!(weights, [0.5, 0.5, 0.0, third, third, third]);
+/// ```
+// ANCHOR: masked_softmax_by
+pub fn masked_softmax_by(
+    scores: Tensor<3>,
+    hidden: Option<Tensor<3, Bool>>,
+) -> Tensor<3> {
+    match hidden {
+        Some(hidden) => {
+            let (s, m) = (scores.dims(), hidden.dims());
+            assert!(s == m, "`hidden` has shape {m:?}, expected {s:?}");
+            softmax(scores.mask_fill(hidden, MASK_VALUE), 2)
+        }
+        None => softmax(scores, 2),
+    }
+}
+// ANCHOR_END: masked_softmax_by

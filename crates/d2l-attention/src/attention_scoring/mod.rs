@@ -15,7 +15,7 @@ pub use dot_product::{
     DotProductAttention, DotProductAttentionConfig, bilinear_scores,
     self_attention, self_attention_loop,
 };
-pub use masking::{ValidLens, masked_softmax};
+pub use masking::{ValidLens, masked_softmax, masked_softmax_by};
 
 use burn::nn::Dropout;
 use burn::tensor::Tensor;

@@ -17,6 +17,7 @@ use burn::tensor::Device;
 use crate::Svg;
 
 pub mod bahdanau;
+pub mod multihead;
 pub mod nw;
 pub mod qkv;
 pub mod scoring;
@@ -62,6 +63,7 @@ pub fn all() -> Vec<Listing> {
         nw::LISTINGS,
         scoring::LISTINGS,
         bahdanau::LISTINGS,
+        multihead::LISTINGS,
     ]
     .concat()
 }

@@ -2,14 +2,12 @@
 
 use std::fmt::Write;
 
-use burn::module::Param;
-use burn::nn::Linear;
 use burn::tensor::{Device, Int, Tensor};
 
 use super::{Listing, Output};
 use crate::attention_scoring::*;
 use crate::printing::format_tensor;
-use crate::random::{rand, randn};
+use crate::random::{rand, randn, seeded_linear};
 use crate::{HeatmapOptions, show_heatmaps};
 
 /// This chapter's listings.
@@ -192,23 +190,6 @@ fn self_attention_demo(
     // ANCHOR_END: self_attention_demo
     out.figure("scoring-self-attention", figure);
     Ok(())
-}
-
-/// A bias-free linear layer (`d_input` → `d_output`) with weights drawn
-/// from N(0, 1/d_input) by our seeded generator, the same on every backend
-/// (burn's own initialisers draw from its global generator).
-pub fn seeded_linear(
-    d_input: usize,
-    d_output: usize,
-    seed: u64,
-    device: &Device,
-) -> Linear {
-    let weight =
-        randn([d_input, d_output], seed, device) / (d_input as f64).sqrt();
-    Linear {
-        weight: Param::from_tensor(weight),
-        bias: None,
-    }
 }
 
 /// Exercise: dot-product attention between queries and keys of different
