@@ -86,6 +86,11 @@ const EXACT_FILES: &[&str] = &[
     "mha-burn.txt",
     "mha-pytorch.txt",
     "mha-shapes.txt",
+    "pe-binary.txt",
+    "sa-complexity.txt",
+    "sa-matrix-form.txt",
+    "sa-permutation.txt",
+    "sa-shapes.txt",
 ];
 
 /// Every committed file, with another machine's last digits (simulated by

@@ -32,6 +32,7 @@ pub mod machine_translation;
 pub mod multihead_attention;
 pub mod nadaraya_watson;
 pub mod plot;
+pub mod positional_encoding;
 pub mod printing;
 pub mod random;
 pub mod rnn;

@@ -11,6 +11,9 @@
 use burn::module::Param;
 use burn::nn::Linear;
 use burn::tensor::{Device, Shape, Tensor, TensorData};
+
+use crate::attention_scoring::DotProductAttentionConfig;
+use crate::multihead_attention::MultiHeadAttention;
 use chacha20::ChaCha12Rng;
 use rand::{RngExt, SeedableRng};
 use rand_distr::StandardNormal;
@@ -89,5 +92,35 @@ pub fn seeded_linear(
     Linear {
         weight: Param::from_tensor(weight),
         bias: None,
+    }
+}
+
+/// A bias-free multi-head attention layer like d2l's (`size` → `size`
+/// for queries, keys, values and output, `num_heads` heads), its four
+/// projections drawn by [`seeded_linear`] with seeds `seed` … `seed + 3`:
+/// the same layer on every backend, for figures and tests.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::Device;
+/// use d2l_attention::random::seeded_multihead;
+///
+/// let attention = seeded_multihead(16, 4, 0, &Device::flex());
+/// assert_eq!((attention.w_o.weight.dims(), attention.num_heads), ([16, 16], 4));
+/// ```
+pub fn seeded_multihead(
+    size: usize,
+    num_heads: usize,
+    seed: u64,
+    device: &Device,
+) -> MultiHeadAttention {
+    let linear = |i| seeded_linear(size, size, seed + i, device);
+    MultiHeadAttention {
+        attention: DotProductAttentionConfig::new().init(),
+        w_q: linear(0),
+        w_k: linear(1),
+        w_v: linear(2),
+        w_o: linear(3),
+        num_heads,
     }
 }

@@ -21,6 +21,7 @@ pub mod multihead;
 pub mod nw;
 pub mod qkv;
 pub mod scoring;
+pub mod self_attention;
 
 /// A listing's run: the device to compute on, and where its printed text
 /// and figures go.
@@ -64,6 +65,7 @@ pub fn all() -> Vec<Listing> {
         scoring::LISTINGS,
         bahdanau::LISTINGS,
         multihead::LISTINGS,
+        self_attention::LISTINGS,
     ]
     .concat()
 }

@@ -5,9 +5,9 @@ use std::fmt::Write;
 use burn::tensor::{Device, Tensor};
 
 use super::{Listing, Output};
-use crate::attention_scoring::{DotProductAttentionConfig, ValidLens};
+use crate::attention_scoring::ValidLens;
 use crate::multihead_attention::*;
-use crate::random::{rand, randn, seeded_linear};
+use crate::random::{rand, randn, seeded_multihead};
 use crate::{HeatmapOptions, show_heatmaps};
 
 /// This chapter's listings.
@@ -61,30 +61,11 @@ fn shapes_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A d2l-sized layer (no biases) with weights from our seeded generator,
-/// so that every backend and build draws the same figure.
-fn seeded_attention(
-    size: usize,
-    num_heads: usize,
-    seed: u64,
-    device: &Device,
-) -> MultiHeadAttention {
-    let linear = |i| seeded_linear(size, size, seed + i, device);
-    MultiHeadAttention {
-        attention: DotProductAttentionConfig::new().init(),
-        w_q: linear(0),
-        w_k: linear(1),
-        w_v: linear(2),
-        w_o: linear(3),
-        num_heads,
-    }
-}
-
 fn heads_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: heads
     // One sequence of 6 tokens attends to itself, 4 heads of size 4; the
     // last token is padding.
-    let attention = seeded_attention(16, 4, 30, device);
+    let attention = seeded_multihead(16, 4, 30, device);
     let x = randn([1, 6, 16], 34, device) * 2.0;
     let valid_lens = ValidLens::new(&[5], device);
     let attended =
@@ -175,7 +156,7 @@ fn burn_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
 /// the output moves.
 fn pruning_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: pruning
-    let mut attention = seeded_attention(16, 4, 40, device);
+    let mut attention = seeded_multihead(16, 4, 40, device);
     // Make head 2 useless: W_o ignores its 4 features (rows 8..12).
     let w_o = attention.w_o.weight.val();
     let rows = Tensor::<1, burn::tensor::Int>::arange(0..16, device);
@@ -304,7 +285,7 @@ mod tests {
     #[test]
     fn without_a_missing_head_the_output_is_forward_s() {
         let device = Device::flex();
-        let attention = seeded_attention(16, 4, 40, &device);
+        let attention = seeded_multihead(16, 4, 40, &device);
         let x = randn([2, 3, 16], 1, &device);
         let full = attention.forward(x.clone(), x.clone(), x.clone(), None);
         let same = without_head(&attention, x, 9);

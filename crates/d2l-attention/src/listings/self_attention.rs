@@ -1,0 +1,388 @@
+//! The listings of "Self-Attention and Positional Encoding" (d2l zh §10.6,
+//! en §11.6).
+
+use std::fmt::Write;
+
+use burn::module::{Module, Param};
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::nn::{Embedding, Linear};
+use burn::optim::{AdamConfig, GradientsParams};
+use burn::tensor::{Device, Int, Tensor};
+
+use super::{Listing, Output};
+use crate::attention_scoring::{
+    DotProductAttentionConfig, ValidLens, self_attention,
+};
+use crate::multihead_attention::*;
+use crate::positional_encoding::*;
+use crate::random::{randn, seeded_linear, seeded_multihead};
+use crate::{Axes, HeatmapOptions, Series, plot, show_heatmaps};
+
+/// This chapter's listings.
+pub const LISTINGS: &[Listing] = &[
+    Listing::new("sa-shapes", file!(), shapes_demo),
+    Listing::new("sa-matrix-form", file!(), matrix_form_demo),
+    Listing::new("sa-complexity", file!(), complexity_demo),
+    Listing::new("pe-columns", file!(), columns_demo),
+    Listing::new("pe-binary", file!(), binary_demo),
+    Listing::new("pe-heatmap", file!(), heatmap_demo),
+    Listing::new("pe-relative", file!(), relative_demo),
+    Listing::new("sa-permutation", file!(), permutation_exercise),
+    Listing::new("pe-learned", file!(), learned_exercise),
+];
+
+fn shapes_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: shapes
+    let (num_hiddens, num_heads) = (100, 5);
+    let attention = MultiHeadAttentionConfig::new(
+        num_hiddens,
+        num_hiddens,
+        num_hiddens,
+        num_hiddens,
+        num_heads,
+    )
+    .with_dropout(0.5)
+    .init(device);
+    let (batch_size, num_queries) = (2, 4);
+    let valid_lens = ValidLens::new(&[3, 2], device);
+    let x = Tensor::<3>::ones([batch_size, num_queries, num_hiddens], device);
+    // queries, keys and values are all X
+    let attended =
+        attention.forward(x.clone(), x.clone(), x, Some(&valid_lens));
+    writeln!(out, "output:  {:?}", attended.output.dims())?;
+    writeln!(out, "weights: {:?}", attended.attention_weights.dims())?;
+    // ANCHOR_END: shapes
+    Ok(())
+}
+
+fn matrix_form_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: matrix_form
+    // Five tokens of size 6 as the columns of X (the scoring chapter's
+    // layout), projections to size 4.
+    let x = randn([6, 5], 8, device);
+    let (w_q, w_k, w_v) = (
+        randn([4, 6], 9, device),
+        randn([4, 6], 10, device),
+        randn([4, 6], 11, device),
+    );
+    let (h, _) = self_attention(&x, &w_q, &w_k, &w_v);
+    // The same with DotProductAttention: tokens as rows, a batch of one.
+    let rows = |w: &Tensor<2>| w.clone().matmul(x.clone()).transpose();
+    let attended = DotProductAttentionConfig::new().init().forward(
+        rows(&w_q).unsqueeze(),
+        rows(&w_k).unsqueeze(),
+        rows(&w_v).unsqueeze(),
+        None,
+    );
+    let layer: Tensor<2> = attended.output.squeeze_dim(0);
+    let gap = (layer - h.transpose()).abs().max().into_scalar::<f32>();
+    writeln!(out, "largest difference below 1e-5: {}", gap < 1e-5)?;
+    // ANCHOR_END: matrix_form
+    Ok(())
+}
+
+// ANCHOR: costs
+/// Multiply-adds, sequential steps and the longest path between two
+/// tokens for a layer over n tokens of size d (d2l zh table 10.6):
+/// a convolution of width k, a recurrent layer, self-attention.
+fn costs(n: usize, d: usize, k: usize) -> [(&'static str, [usize; 3]); 3] {
+    [
+        ("CNN", [k * n * d * d, 1, n.div_ceil(k)]),
+        ("RNN", [n * d * d, n, n]),
+        ("self-attention", [n * n * d, 1, 1]),
+    ]
+}
+// ANCHOR_END: costs
+
+fn complexity_demo(_: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: complexity
+    let (d, k) = (64, 3);
+    writeln!(
+        out,
+        "{:>14} {:>5} {:>12} {:>10} {:>5}",
+        "", "n", "mult-adds", "sequential", "path"
+    )?;
+    for n in [16, 64, 256] {
+        for (name, [flops, steps, path]) in costs(n, d, k) {
+            writeln!(
+                out,
+                "{name:>14} {n:>5} {flops:>12} {steps:>10} {path:>5}"
+            )?;
+        }
+    }
+    let ns: Vec<f64> = (1..=256).map(|n| n as f64).collect();
+    // layer i's `metric` (0: multiply-adds, 2: path) over n, divided by `unit`
+    let series = |i: usize, metric: usize, unit: f64| -> Series {
+        let y: Vec<f64> = ns
+            .iter()
+            .map(|&n| costs(n as usize, d, k)[i].1[metric] as f64 / unit)
+            .collect();
+        Series::line(&ns, &y).label(costs(1, d, k)[i].0)
+    };
+    let flops = plot(
+        &[series(0, 0, 1e6), series(1, 0, 1e6), series(2, 0, 1e6)],
+        &Axes::new("tokens n", "multiply-adds, millions"),
+    )?;
+    let path = plot(
+        &[series(0, 2, 1.0), series(1, 2, 1.0), series(2, 2, 1.0)],
+        &Axes::new("tokens n", "longest path between tokens"),
+    )?;
+    // ANCHOR_END: complexity
+    out.figure("sa-complexity-flops", flops);
+    out.figure("sa-complexity-path", path);
+    Ok(())
+}
+
+fn columns_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: columns
+    let (encoding_dim, num_steps) = (32, 60);
+    let pe = PositionalEncodingConfig::new(encoding_dim).init(device);
+    let x = pe.forward(Tensor::zeros([1, num_steps, encoding_dim], device));
+    let p = x.squeeze_dim::<2>(0); // (positions, columns)
+    let rows: Vec<f64> = (0..num_steps).map(|i| i as f64).collect();
+    let series: Vec<Series> = (6..10)
+        .map(|column| {
+            let y = p.clone().narrow(1, column, 1).try_into_vec_as::<f64>();
+            y.map(|y| Series::line(&rows, &y).label(&format!("Col {column}")))
+        })
+        .collect::<Result<_, _>>()?;
+    let figure = plot(&series, &Axes::new("Row (position)", ""))?;
+    // ANCHOR_END: columns
+    out.figure("pe-columns", figure);
+    Ok(())
+}
+
+fn binary_demo(_: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: binary
+    for i in 0..8 {
+        writeln!(out, "{i} in binary is {i:03b}")?;
+    }
+    // ANCHOR_END: binary
+    Ok(())
+}
+
+fn heatmap_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: heatmap
+    let p = PositionalEncodingConfig::new(32).init(device).p;
+    // the first 60 positions, as one (1, 1, 60, 32) panel
+    let p = p.narrow(1, 0, 60).unsqueeze::<4>();
+    let options = HeatmapOptions {
+        figsize: (3.5, 5.0),
+        cmap: crate::Cmap::Blues,
+        ..HeatmapOptions::default()
+    };
+    let figure = show_heatmaps(
+        &p,
+        "Column (encoding dimension)",
+        "Row (position)",
+        options,
+    )?;
+    // ANCHOR_END: heatmap
+    out.figure("pe-heatmap", figure);
+    Ok(())
+}
+
+fn relative_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: relative
+    let d = 32;
+    let p = PositionalEncodingConfig::new(d)
+        .init(device)
+        .p
+        .squeeze_dim(0);
+    let n = 100; // positions 0..100
+    for delta in [1, 5, 20] {
+        let mut worst = 0.0f32;
+        for j in 0..d / 2 {
+            let omega = 1.0 / 10000f64.powf(2.0 * j as f64 / d as f64);
+            let (s, c) =
+                ((delta as f64 * omega).sin(), (delta as f64 * omega).cos());
+            // [sin, cos] at i + δ = [sin, cos] at i times Rᵀ, for every i
+            let r = Tensor::<2>::from_floats(
+                [[c as f32, -s as f32], [s as f32, c as f32]],
+                device,
+            );
+            let pair: Tensor<2> = p.clone().narrow(1, 2 * j, 2);
+            let moved = pair.clone().narrow(0, 0, n).matmul(r);
+            let target = pair.narrow(0, delta, n);
+            let gap = (moved - target).abs().max().into_scalar::<f32>();
+            worst = worst.max(gap);
+        }
+        writeln!(out, "offset {delta:>2}: largest error {worst:.1e}")?;
+    }
+    // ANCHOR_END: relative
+    Ok(())
+}
+
+/// Exercise 1: without positions, self-attention cannot tell token order:
+/// permuting the tokens only permutes the outputs.
+fn permutation_exercise(
+    device: &Device,
+    out: &mut Output,
+) -> anyhow::Result<()> {
+    // ANCHOR: permutation
+    let attention = seeded_multihead(16, 4, 80, device);
+    let pe = PositionalEncodingConfig::new(16).init(device);
+    let x = randn([1, 5, 16], 84, device);
+    let order = Tensor::<1, Int>::from_ints([4, 2, 0, 3, 1], device);
+    let permute = |t: Tensor<3>| t.select(1, order.clone());
+    let layer =
+        |t: Tensor<3>| attention.forward(t.clone(), t.clone(), t, None).output;
+    for (name, encode) in [("without", false), ("with", true)] {
+        let input = |t: Tensor<3>| if encode { pe.forward(t) } else { t };
+        let a = layer(input(permute(x.clone()))); // permute, then attend
+        let b = permute(layer(input(x.clone()))); // attend, then permute
+        let same = (a - b).abs().max().into_scalar::<f32>() < 1e-5;
+        writeln!(out, "{name} positions, order does not matter: {same}")?;
+    }
+    // ANCHOR_END: permutation
+    Ok(())
+}
+
+// ANCHOR: learned_model
+/// A model that must say where each token is: self-attention over the
+/// tokens (all equal) plus, optionally, a learned position embedding, then
+/// a linear layer scoring the `max_len` positions.
+#[derive(Module, Debug)]
+struct WhereAmI {
+    positions: Option<Embedding>,
+    attention: MultiHeadAttention,
+    output: Linear,
+}
+
+impl WhereAmI {
+    fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        let [batch_size, num_steps, size] = x.dims();
+        let x = match &self.positions {
+            Some(embedding) => {
+                let p = embedding.weight.val().narrow(0, 0, num_steps);
+                x + p.unsqueeze::<3>().expand([batch_size, num_steps, size])
+            }
+            None => x,
+        };
+        let attended = self.attention.forward(x.clone(), x.clone(), x, None);
+        self.output.forward(attended.output)
+    }
+}
+// ANCHOR_END: learned_model
+
+/// Exercise 2: a learnable positional encoding, trained on a task that
+/// needs positions.
+fn learned_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: learned
+    let (num_steps, size) = (6, 16);
+    let device = device.clone().autodiff();
+    // every token is the same vector; the label is its position
+    let x = Tensor::<3>::ones([8, num_steps, size], &device);
+    let labels =
+        Tensor::<1, Int>::arange(0..num_steps as i64, &device).repeat_dim(0, 8);
+    let loss_fn = CrossEntropyLossConfig::new().init(&device);
+    for learned in [false, true] {
+        let mut model = WhereAmI {
+            positions: learned.then(|| Embedding {
+                weight: Param::from_tensor(randn(
+                    [num_steps, size],
+                    90,
+                    &device,
+                )),
+            }),
+            attention: seeded_multihead(size, 4, 91, &device),
+            output: seeded_linear(size, num_steps, 95, &device),
+        };
+        let mut optimizer = AdamConfig::new().init();
+        let mut loss = 0.0;
+        for _ in 0..100 {
+            let logits =
+                model.forward(x.clone()).reshape([8 * num_steps, num_steps]);
+            let l = loss_fn.forward(logits, labels.clone());
+            loss = l.clone().into_scalar::<f64>();
+            let grads = GradientsParams::from_grads(l.backward(), &model);
+            model = optimizer.step(0.05, model, grads);
+        }
+        let name = if learned {
+            "learned positions"
+        } else {
+            "no positions"
+        };
+        writeln!(
+            out,
+            "{name:>17}: loss below 0.05 after 100 steps: {}",
+            loss < 0.05
+        )?;
+        if !learned {
+            writeln!(
+                out,
+                "{:>17}  loss {loss:.2} (ln 6 = {:.2})",
+                "",
+                6f64.ln()
+            )?;
+        }
+    }
+    // ANCHOR_END: learned
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::BackendChoice;
+
+    fn run(name: &str, device: &Device) -> Output {
+        super::super::run_named(LISTINGS, name, device)
+    }
+
+    #[test]
+    fn self_attention_keeps_d2l_s_shape_on_every_backend() {
+        for backend in BackendChoice::compiled_cpu_backends() {
+            let device = backend.device().unwrap();
+            let text = run("sa-shapes", &device).text().to_owned();
+            assert_eq!(text, "output:  [2, 4, 100]\nweights: [2, 5, 4, 4]\n");
+            let text = run("sa-matrix-form", &device).text().to_owned();
+            assert_eq!(text, "largest difference below 1e-5: true\n");
+        }
+    }
+
+    /// d2l's table: CNN O(k n d²), RNN O(n d²), self-attention O(n² d);
+    /// only the RNN is sequential; paths O(n / k), O(n), O(1).
+    #[test]
+    fn the_costs_follow_the_table_s_orders() {
+        let [(_, cnn), (_, rnn), (_, sa)] = costs(256, 64, 3);
+        assert_eq!(cnn, [3 * 256 * 64 * 64, 1, 86]);
+        assert_eq!(rnn, [256 * 64 * 64, 256, 256]);
+        assert_eq!(sa, [256 * 256 * 64, 1, 1]);
+        // The curves cross where the figure's caption says: n = 64 = d
+        // for the RNN, n = 3d = 192 for the CNN.
+        let [(_, cnn), (_, rnn), (_, sa)] = costs(64, 64, 3);
+        assert_eq!((sa[0], rnn[0]), (262_144, 262_144));
+        assert!(cnn[0] > sa[0]);
+        let [(_, cnn), _, (_, sa)] = costs(192, 64, 3);
+        assert_eq!(sa[0], cnn[0]);
+        // Self-attention is cheaper than the RNN exactly while n < d.
+        for n in [32, 63, 64, 65, 100] {
+            let [_, (_, rnn), (_, sa)] = costs(n, 64, 3);
+            assert_eq!(sa[0] < rnn[0], n < 64, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn order_matters_only_with_positions_and_learned_positions_train() {
+        let text = run("sa-permutation", &Device::flex()).text().to_owned();
+        assert_eq!(
+            text,
+            "without positions, order does not matter: true\nwith positions, order does not matter: false\n"
+        );
+        let text = run("pe-learned", &Device::flex()).text().to_owned();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "     no positions: loss below 0.05 after 100 steps: false"
+        );
+        assert!(
+            lines[1].trim_start().starts_with("loss 1.79 (ln 6 = 1.79)"),
+            "{text}"
+        );
+        assert_eq!(
+            lines[2],
+            "learned positions: loss below 0.05 after 100 steps: true"
+        );
+    }
+}
