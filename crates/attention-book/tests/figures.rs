@@ -175,17 +175,21 @@ fn nw_parametric_text(lr: f64) -> String {
     use d2l_attention::listings::nw::SEED;
     use d2l_attention::nadaraya_watson::{Dataset, NWKernelRegression, train};
     use d2l_attention::random::randn;
-    let device = Device::flex();
-    let w0 = randn([1], SEED, &device).into_scalar::<f32>();
-    let device = device.autodiff();
+    let device = Device::flex().autodiff();
     let data = Dataset::generate(50, SEED, &device);
-    let mut text = String::new();
+    let w0 = randn([1], SEED, &device).into_scalar::<f32>();
+    let mut text = format!("start: w {w0:.4}\n");
     let model = NWKernelRegression::new(w0, &device);
-    let model = train(model, data.x_train, data.y_train, lr, 5, |log| {
-        writeln!(text, "epoch {}, loss {:.6}", log.epoch, log.loss).unwrap();
+    let (x, y) = (data.x_train.clone(), data.y_train.clone());
+    let model = train(model, x, y, lr, 5, |log| {
+        let (epoch, loss, w) = (log.epoch, log.loss, log.w);
+        writeln!(text, "epoch {epoch}, loss {loss:.6}, w {w:.4}").unwrap();
     })
     .unwrap();
-    writeln!(text, "w = {:.4} (started at {w0:.4})", model.w()).unwrap();
+    let keys = data.x_train.clone().unsqueeze::<2>().expand([50, 50]);
+    let values = data.y_train.clone().unsqueeze::<2>().expand([50, 50]);
+    let (y_hat, _) = model.forward(data.x_test.clone(), keys, values);
+    writeln!(text, "test MSE {:.3}", data.test_mse(y_hat)).unwrap();
     text
 }
 
@@ -196,12 +200,13 @@ fn a_real_change_to_a_listing_fails_the_comparison_with_a_readable_diff() {
     // The same computation agrees: this test rebuilds the listing faithfully.
     let same = compare(&committed, &nw_parametric_text(0.5), Format::Text);
     assert!(same.is_empty(), "{}", report("nw-parametric.txt", &same));
-    // A learning rate of 0.45 instead of 0.5 changes every line after the
-    // first (the loss before the first step).
+    // A learning rate of 0.45 instead of 0.5 changes every line but the
+    // first (the starting w): 5 epochs (the first's loss is computed before
+    // the first step, its w after) and the test MSE.
     let changed = compare(&committed, &nw_parametric_text(0.45), Format::Text);
     assert_eq!(
         changed.len(),
-        5,
+        6,
         "{}",
         report("nw-parametric.txt", &changed)
     );
@@ -438,7 +443,7 @@ fn ci_s_folder_comparison_passes_noise_and_fails_real_changes() {
     assert!(!ok, "{stderr}");
     for expected in [
         "qkv-eye.svg: removed",
-        "nw-parametric.txt:2: committed `27.",
+        "nw-parametric.txt:3: committed `27.",
         "bahdanau-train.txt: `i'm home .` is a training pair",
         "fingerprints.txt: a malformed or repeated line",
     ] {

@@ -9,6 +9,8 @@ use super::{Listing, Output};
 use crate::nadaraya_watson::*;
 use crate::printing::{format_row, format_tensor};
 use crate::random::{rand, randn};
+use plotters::style::RGBColor;
+
 use crate::{Axes, HeatmapOptions, Series, Svg, plot, show_heatmaps};
 
 /// This chapter's listings.
@@ -20,6 +22,7 @@ pub const LISTINGS: &[Listing] = &[
     Listing::new("nw-bmm", file!(), bmm_demo),
     Listing::new("nw-parametric", file!(), parametric_demo),
     Listing::new("nw-parametric-blog", file!(), parametric_blog_demo),
+    Listing::new("nw-loss-landscape", file!(), landscape_demo),
     Listing::new("nw-kernels", file!(), kernels_demo),
     Listing::new("nw-bandwidth", file!(), bandwidth_demo),
     Listing::new("nw-exercise-w-zero", file!(), w_zero_exercise),
@@ -71,6 +74,10 @@ fn nonparametric_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         data.y_train.clone(),
         data.x_test.clone(),
     )?;
+    writeln!(out, "test MSE {:.3}", data.test_mse(y_hat.clone()))?;
+    let at = |t: &Tensor<1>| t.clone().narrow(0, 0, 1).into_scalar::<f32>();
+    let (first, truth) = (at(&y_hat), at(&data.y_truth));
+    writeln!(out, "at x = 0: prediction {first:.2}, truth {truth:.2}")?;
     let prediction = plot_kernel_reg(&data, y_hat)?;
     let heatmap = show_heatmaps(
         &attention_weights.unsqueeze::<4>(),
@@ -84,7 +91,8 @@ fn nonparametric_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Test mean squared error of the Gaussian estimate against f.
+// ANCHOR: test_error
+/// The test MSE of the estimate with `kernel` (against f).
 fn test_error(data: &Dataset, kernel: Kernel) -> anyhow::Result<f32> {
     let (y_hat, _) = nadaraya_watson(
         data.x_train.clone(),
@@ -92,11 +100,9 @@ fn test_error(data: &Dataset, kernel: Kernel) -> anyhow::Result<f32> {
         data.x_test.clone(),
         kernel,
     )?;
-    Ok((y_hat - data.y_truth.clone())
-        .powi_scalar(2)
-        .mean()
-        .into_scalar::<f32>())
+    Ok(data.test_mse(y_hat))
 }
+// ANCHOR_END: test_error
 
 fn consistency_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: consistency
@@ -143,68 +149,79 @@ fn bmm_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Trains from `w0` and draws the three figures of the parametric model,
-/// named `<prefix>-loss`, `<prefix>` and `<prefix>-heatmap`.
-fn train_and_draw(
-    device: &Device,
+// ANCHOR: runs
+/// A training run: the model, where `w` started, and every epoch's log.
+type Run = (NWKernelRegression, f32, Vec<EpochLog>);
+
+/// Trains from `w0` on the leave-one-out keys and values of `data`.
+fn run(data: &Dataset, w0: f32, lr: f64, epochs: usize) -> anyhow::Result<Run> {
+    let model = NWKernelRegression::new(w0, &data.x_train.device());
+    let mut logs = Vec::new();
+    let (x, y) = (data.x_train.clone(), data.y_train.clone());
+    let model = train(model, x, y, lr, epochs, |log| logs.push(*log))?;
+    Ok((model, w0, logs))
+}
+
+/// d2l's run: w from a seeded N(0, 1) draw (the seed notebook's
+/// `torch.randn((1,))`), learning rate 0.5, 5 epochs.
+fn d2l_run(data: &Dataset) -> anyhow::Result<Run> {
+    let w0 = randn([1], SEED, &data.x_train.device()).into_scalar::<f32>();
+    run(data, w0, 0.5, 5)
+}
+
+/// The blog's run: w ~ U(0, 1), learning rate 0.01, 50 epochs.
+fn blog_run(data: &Dataset) -> anyhow::Result<Run> {
+    let w0 = rand([1], SEED, &data.x_train.device()).into_scalar::<f32>();
+    run(data, w0, 0.01, 50)
+}
+// ANCHOR_END: runs
+
+// ANCHOR: test_and_draw
+/// Predicts the test points with all 50 training points as keys and
+/// values, prints the test MSE, and draws the loss curve, the prediction
+/// and the weights as `<name>-loss`, `<name>` and `<name>-heatmap`.
+fn test_and_draw(
+    (model, _, logs): &Run,
+    data: &Dataset,
+    name: &str,
     out: &mut Output,
-    w0: f32,
-    lr: f64,
-    epochs: usize,
-    prefix: &str,
-) -> anyhow::Result<NWKernelRegression> {
-    let device = device.clone().autodiff();
-    let data = Dataset::generate(50, SEED, &device);
-    let mut losses = Vec::new();
-    let model = NWKernelRegression::new(w0, &device);
-    let progress = indicatif::ProgressBar::new(epochs as u64);
-    let model = train(
-        model,
-        data.x_train.clone(),
-        data.y_train.clone(),
-        lr,
-        epochs,
-        |log| {
-            progress.inc(1);
-            losses.push(log.loss as f64);
-            if epochs <= 10 || log.epoch % 10 == 0 {
-                // Printed (and captured) like d2l's training loop.
-                writeln!(out, "epoch {}, loss {:.6}", log.epoch, log.loss)
-                    .expect("an Output takes any text");
-            }
-        },
-    )?;
-    progress.finish_and_clear();
-    let epochs_axis: Vec<f64> = (1..=epochs).map(|e| e as f64).collect();
-    let loss_curve = plot(
-        &[Series::line(&epochs_axis, &losses)],
-        &Axes::new("epoch", "loss").xlim(1.0, epochs as f64),
-    )?;
-    // Test predictions with all fifty training points as keys and values.
+) -> anyhow::Result<()> {
     let n_test = data.x_test.dims()[0];
+    // every test input gets the same 50 keys and values
     let keys = data.x_train.clone().unsqueeze::<2>().expand([n_test, 50]);
     let values = data.y_train.clone().unsqueeze::<2>().expand([n_test, 50]);
-    let (y_hat, attention_weights) =
-        model.forward(data.x_test.clone(), keys, values);
-    out.figure(&format!("{prefix}-loss"), loss_curve);
-    out.figure(prefix, plot_kernel_reg(&data, y_hat)?);
+    let (y_hat, weights) = model.forward(data.x_test.clone(), keys, values);
+    writeln!(out, "test MSE {:.3}", data.test_mse(y_hat.clone()))?;
+    let epochs: Vec<f64> = logs.iter().map(|l| l.epoch as f64).collect();
+    let losses: Vec<f64> = logs.iter().map(|l| l.loss as f64).collect();
+    let axes = Axes::new("epoch", "loss").xlim(1.0, epochs.len() as f64);
+    out.figure(
+        &format!("{name}-loss"),
+        plot(&[Series::line(&epochs, &losses)], &axes)?,
+    );
+    out.figure(name, plot_kernel_reg(data, y_hat)?);
     let heatmap = show_heatmaps(
-        &attention_weights.unsqueeze::<4>(),
+        &weights.unsqueeze::<4>(),
         "Sorted training inputs",
         "Sorted testing inputs",
         HeatmapOptions::default(),
     )?;
-    out.figure(&format!("{prefix}-heatmap"), heatmap);
-    Ok(model)
+    out.figure(&format!("{name}-heatmap"), heatmap);
+    Ok(())
 }
+// ANCHOR_END: test_and_draw
 
 fn parametric_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: parametric
-    // w starts from a seeded N(0, 1) draw, as the seed notebook's
-    // `torch.randn((1,))`.
-    let w0 = randn([1], SEED, device).into_scalar::<f32>();
-    let model = train_and_draw(device, out, w0, 0.5, 5, "nw-parametric")?;
-    writeln!(out, "w = {:.4} (started at {w0:.4})", model.w())?;
+    let data = Dataset::generate(50, SEED, &device.clone().autodiff());
+    let d2l = d2l_run(&data)?;
+    writeln!(out, "start: w {:.4}", d2l.1)?;
+    for log in &d2l.2 {
+        // the loss at the start of the epoch, w after its step
+        let (epoch, loss, w) = (log.epoch, log.loss, log.w);
+        writeln!(out, "epoch {epoch}, loss {loss:.6}, w {w:.4}")?;
+    }
+    test_and_draw(&d2l, &data, "nw-parametric", out)?;
     // ANCHOR_END: parametric
     Ok(())
 }
@@ -214,12 +231,66 @@ fn parametric_blog_demo(
     out: &mut Output,
 ) -> anyhow::Result<()> {
     // ANCHOR: parametric_blog
-    // The blog's configuration: w ~ U(0, 1), learning rate 0.01, 50 epochs.
-    let w0 = rand([1], SEED, device).into_scalar::<f32>();
-    let model =
-        train_and_draw(device, out, w0, 0.01, 50, "nw-parametric-blog")?;
-    writeln!(out, "w = {:.4} (started at {w0:.4})", model.w())?;
+    let data = Dataset::generate(50, SEED, &device.clone().autodiff());
+    let blog = blog_run(&data)?;
+    writeln!(out, "start: w {:.4}", blog.1)?;
+    for log in blog.2.iter().filter(|log| log.epoch % 5 == 0) {
+        let (epoch, loss, w) = (log.epoch, log.loss, log.w);
+        writeln!(out, "epoch {epoch}, loss {loss:.6}, w {w:.4}")?;
+    }
+    test_and_draw(&blog, &data, "nw-parametric-blog", out)?;
     // ANCHOR_END: parametric_blog
+    Ok(())
+}
+
+fn landscape_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: landscape
+    let data = Dataset::generate(50, SEED, &device.clone().autodiff());
+    let loo = |w: f32| {
+        leave_one_out_loss(w, data.x_train.clone(), data.y_train.clone())
+    };
+    // the leave-one-out loss for w = 0, 0.05, …, 16
+    let ws: Vec<f32> = (0..=320).map(|i| 0.05 * i as f32).collect();
+    let losses = ws.iter().map(|&w| loo(w)).collect::<Result<Vec<_>, _>>()?;
+    let (best, lowest) =
+        ws.iter()
+            .zip(&losses)
+            .fold(
+                (0.0, f32::INFINITY),
+                |a, (&w, &l)| if l < a.1 { (w, l) } else { a },
+            );
+    writeln!(
+        out,
+        "lowest leave-one-out loss {lowest:.2} at w = {best:.2}"
+    )?;
+    let to_f64 = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
+    let mut series =
+        vec![Series::line(&to_f64(&ws), &to_f64(&losses)).label("loss(w)")];
+    let runs = [
+        ("d2l", d2l_run(&data)?, RGBColor(214, 39, 40)),
+        ("blog", blog_run(&data)?, RGBColor(44, 160, 44)),
+    ];
+    for (name, (model, w0, logs), color) in runs {
+        let w = model.w();
+        writeln!(
+            out,
+            "{name:>4} run ends at w = {w:.2}: leave-one-out loss {:.2}",
+            loo(w)?
+        )?;
+        // each epoch's loss was computed at the w it started from
+        let mut path_w = vec![w0];
+        path_w.extend(logs.iter().map(|l| l.w));
+        let mut path_loss: Vec<f32> = logs.iter().map(|l| l.loss).collect();
+        path_loss.push(loo(w)?);
+        let path = Series::points(&to_f64(&path_w), &to_f64(&path_loss));
+        series.push(path.label(name).color(color));
+    }
+    let figure = plot(
+        &series,
+        &Axes::new("w", "leave-one-out loss").xlim(0.0, 16.0),
+    )?;
+    // ANCHOR_END: landscape
+    out.figure("nw-loss-landscape", figure);
     Ok(())
 }
 
@@ -242,7 +313,7 @@ fn compare_kernels(
     let mut series = vec![
         Series::line(&x_test, &host(&data.y_truth))
             .label("Truth")
-            .color(plotters::style::RGBColor(0, 0, 0)),
+            .color(RGBColor(0, 0, 0)),
     ];
     let mut weights = Vec::new();
     for (kernel, title) in kernels.iter().zip(titles) {
@@ -388,25 +459,48 @@ mod tests {
     }
 
     #[test]
-    fn parametric_training_lowers_the_loss_and_sharpens_the_window() {
+    fn parametric_training_overshoots_then_creeps_back() {
         let out = run("nw-parametric", &Device::flex());
-        let losses: Vec<f32> = out
+        // "epoch k, loss L, w W" lines
+        let epochs: Vec<(f32, f32)> = out
             .text()
             .lines()
-            .filter_map(|l| l.split("loss ").nth(1))
-            .map(|v| v.parse().unwrap())
+            .filter(|l| l.starts_with("epoch"))
+            .map(|l| {
+                let v: Vec<f32> = l
+                    .split(", ")
+                    .skip(1)
+                    .map(|f| f.rsplit(' ').next().unwrap().parse().unwrap())
+                    .collect();
+                (v[0], v[1])
+            })
             .collect();
-        assert_eq!(losses.len(), 5);
+        assert_eq!(epochs.len(), 5);
+        let (losses, ws): (Vec<f32>, Vec<f32>) = epochs.into_iter().unzip();
+        // The loss falls every epoch; w jumps past 14 in the first step,
+        // then falls back: the page's "overshoots" and "creeps back".
         assert!(losses.windows(2).all(|w| w[1] < w[0]), "{losses:?}");
-        let last = out.text().lines().last().unwrap();
-        let w: f32 = last
-            .trim_start_matches("w = ")
-            .split(' ')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
-        assert!(w > 5.0, "{last}");
+        assert!(ws[0] > 14.0, "{ws:?}");
+        assert!(ws.windows(2).all(|w| w[1] < w[0]), "{ws:?}");
         assert_eq!(out.figures().len(), 3);
+    }
+
+    /// The page's reading of the loss landscape: the minimum lies near
+    /// w = 3.4, d2l's run ends far past it with a higher leave-one-out loss
+    /// than the blog's run.
+    #[test]
+    fn the_leave_one_out_loss_is_lowest_near_w_3() {
+        let out = run("nw-loss-landscape", &Device::flex());
+        let numbers = |line: &str| -> Vec<f32> {
+            line.split([' ', ',', ':'])
+                .filter_map(|t| t.parse().ok())
+                .collect()
+        };
+        let lines: Vec<&str> = out.text().lines().collect();
+        let lowest = numbers(lines[0]);
+        assert!((2.5..4.5).contains(&lowest[1]), "{lowest:?}");
+        let (d2l, blog) = (numbers(lines[1]), numbers(lines[2]));
+        assert!(d2l[0] > 10.0 && blog[0] < 4.0, "{d2l:?} {blog:?}");
+        assert!(d2l[1] > blog[1] && blog[1] > lowest[0], "{d2l:?} {blog:?}");
     }
 }

@@ -3,7 +3,9 @@
 
 mod parametric;
 
-pub use parametric::{EpochLog, NWKernelRegression, leave_one_out, train};
+pub use parametric::{
+    EpochLog, NWKernelRegression, leave_one_out, leave_one_out_loss, train,
+};
 
 use burn::tensor::{Device, Tensor, activation::softmax};
 use chacha20::ChaCha12Rng;
@@ -112,6 +114,24 @@ pub struct Dataset {
 }
 
 impl Dataset {
+    /// The mean squared error of predictions `y_hat` at the test inputs
+    /// against the noise-free f there (d2l's curves compare with f too).
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::Device;
+    /// use d2l_attention::nadaraya_watson::*;
+    ///
+    /// let data = Dataset::generate(50, 0, &Device::flex());
+    /// assert_eq!(data.test_mse(data.y_truth.clone()), 0.0);
+    /// ```
+    pub fn test_mse(&self, y_hat: Tensor<1>) -> f32 {
+        (y_hat - self.y_truth.clone())
+            .powi_scalar(2)
+            .mean()
+            .into_scalar::<f32>()
+    }
+
     /// d2l's data (zh §10.2.1): `n_train` inputs drawn uniformly from [0, 5)
     /// and sorted, targets with Gaussian noise of standard deviation 0.5,
     /// drawn from a generator seeded with `seed` (the same numbers on every

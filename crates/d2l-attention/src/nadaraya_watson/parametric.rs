@@ -91,9 +91,14 @@ impl NWKernelRegression {
         let scores =
             -((queries.unsqueeze_dim::<2>(1) - keys) * w).powi_scalar(2) / 2.0;
         let attention_weights = softmax(scores, 1);
-        let y_hat = (attention_weights.clone() * values)
-            .sum_dim(1)
-            .squeeze_dim::<1>(1);
+        // One weighted average per query, as a batched product:
+        // (n, 1, m) × (n, m, 1) → (n, 1, 1)
+        let [n, _] = attention_weights.dims();
+        let y_hat = attention_weights
+            .clone()
+            .unsqueeze_dim::<3>(1)
+            .matmul(values.unsqueeze_dim::<3>(2))
+            .reshape([n]);
         (y_hat, attention_weights)
     }
     // ANCHOR_END: parametric_forward
@@ -229,4 +234,31 @@ pub fn train(
         on_epoch(&log);
     }
     Ok(model)
+}
+
+/// The leave-one-out training loss Σ (ŷ − y)² of [`train`] at a given `w`,
+/// without training: what the training minimises, as a function of `w`.
+///
+/// # Errors
+/// As [`leave_one_out`].
+///
+/// # Examples
+/// ```
+/// use burn::tensor::Device;
+/// use d2l_attention::nadaraya_watson::*;
+///
+/// let data = Dataset::generate(50, 0, &Device::flex());
+/// let loss = |w| leave_one_out_loss(w, data.x_train.clone(), data.y_train.clone()).unwrap();
+/// // w = 0 predicts each point by the mean of the other 49.
+/// assert!(loss(0.0) > loss(3.0));
+/// ```
+pub fn leave_one_out_loss(
+    w: f32,
+    x_train: Tensor<1>,
+    y_train: Tensor<1>,
+) -> Result<f32, RegressionError> {
+    let (keys, values) = leave_one_out(x_train.clone(), y_train.clone())?;
+    let model = NWKernelRegression::new(w, &x_train.device());
+    let (y_hat, _) = model.forward(x_train, keys, values);
+    Ok((y_hat - y_train).powi_scalar(2).sum().into_scalar::<f32>())
 }
