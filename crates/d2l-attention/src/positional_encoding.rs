@@ -127,7 +127,8 @@ impl PositionalEncoding {
         let [batch_size, num_steps, size] = x.dims();
         assert!(
             num_steps <= max_len && size == num_hiddens,
-            "`x` has shape {:?}, expected (batch_size, at most {max_len}, {num_hiddens})",
+            "`x` has shape {:?}, expected \
+             (batch_size, at most {max_len}, {num_hiddens})",
             x.dims()
         );
         let p = self.p.clone().narrow(1, 0, num_steps);

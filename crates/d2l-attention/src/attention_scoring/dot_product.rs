@@ -100,7 +100,8 @@ impl DotProductAttention {
         let (q, k) = (queries.dims(), keys.dims());
         assert!(
             q[0] == k[0] && q[2] == k[2],
-            "`queries` {q:?} and `keys` {k:?} disagree: a dot product needs one batch size (dimension 0) and one vector size (dimension 2)"
+            "`queries` {q:?} and `keys` {k:?} disagree: a dot product needs \
+             one batch size (dimension 0) and one vector size (dimension 2)"
         );
         let scores = queries.matmul(keys.swap_dims(1, 2));
         if self.scaled {
@@ -134,6 +135,7 @@ impl DotProductAttention {
     /// let attended = layer.forward(queries, keys, values, Some(&valid_lens));
     /// assert_eq!(attended.attention_weights.dims(), [2, 1, 10]);
     /// ```
+    // ANCHOR: dot_product_forward
     pub fn forward(
         &self,
         queries: Tensor<3>,
@@ -145,6 +147,7 @@ impl DotProductAttention {
         let weights = masked_softmax(self.scores(queries, keys), valid_lens);
         pool(&self.dropout, weights, values)
     }
+    // ANCHOR_END: dot_product_forward
 }
 
 /// Bilinear scores a(q, k) = kᵀ W q (seed `002`'s table; Luong et al.,

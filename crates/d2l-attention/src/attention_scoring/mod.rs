@@ -77,6 +77,7 @@ fn check_qkv(queries: &Tensor<3>, keys: &Tensor<3>, values: &Tensor<3>) {
 
 /// Weights the values: dropout on the weights (active only when training
 /// on an autodiff device), then a batched matrix product.
+// ANCHOR: pool
 fn pool(dropout: &Dropout, weights: Tensor<3>, values: Tensor<3>) -> Attended {
     let output = dropout.forward(weights.clone()).matmul(values);
     Attended {
@@ -84,3 +85,4 @@ fn pool(dropout: &Dropout, weights: Tensor<3>, values: Tensor<3>) -> Attended {
         attention_weights: weights,
     }
 }
+// ANCHOR_END: pool

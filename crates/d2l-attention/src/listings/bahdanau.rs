@@ -230,6 +230,7 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: heatmap
     let translation = translation.expect("four examples");
     let source: Vec<&str> = EXAMPLES[3].0.split(' ').chain(["<eos>"]).collect();
+    // one row per decoding step; a translation cut at num_steps has no <eos>
     let written: Vec<&str> =
         translation.text.split(' ').chain(["<eos>"]).collect();
     // (tokens written, source tokens): padding is never attended
@@ -237,11 +238,17 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         .weights(AttentionKind::EncoderDecoder, 0, 0)
         .expect("Bahdanau's one attention");
     let [num_queries, num_keys] = weights.dims();
+    let options = HeatmapOptions {
+        figsize: (3.5, 3.5),
+        xticks: Some(&source),
+        yticks: Some(&written[..num_queries]),
+        ..HeatmapOptions::default()
+    };
     let figure = show_heatmaps(
         &weights.clone().reshape([1, 1, num_queries, num_keys]),
-        "Key positions",
-        "Query positions",
-        HeatmapOptions::default(),
+        "Source tokens (keys)",
+        "Tokens written (queries)",
+        options,
     )?;
     // For each token written, the source token it attended to most.
     let rows = weights.try_into_vec_as::<f32>()?;

@@ -11,6 +11,7 @@ use crate::printing::{format_row, format_tensor};
 use crate::random::{rand, randn};
 use plotters::style::RGBColor;
 
+use crate::plot::Norm;
 use crate::{Axes, HeatmapOptions, Series, Svg, plot, show_heatmaps};
 
 /// This chapter's listings.
@@ -25,6 +26,7 @@ pub const LISTINGS: &[Listing] = &[
     Listing::new("nw-loss-landscape", file!(), landscape_demo),
     Listing::new("nw-kernels", file!(), kernels_demo),
     Listing::new("nw-bandwidth", file!(), bandwidth_demo),
+    Listing::new("nw-exercise-bandwidth", file!(), bandwidth_exercise),
     Listing::new("nw-exercise-w-zero", file!(), w_zero_exercise),
 ];
 
@@ -302,6 +304,7 @@ const KERNELS: [Kernel; 4] = [
     Kernel::Epanechikov,
 ];
 
+// ANCHOR: compare_kernels
 /// Estimates for several kernels: a figure of the predictions, and a row
 /// of their weight heatmaps titled `titles`.
 fn compare_kernels(
@@ -344,15 +347,20 @@ fn compare_kernels(
         HeatmapOptions {
             titles: Some(titles),
             figsize: (10.0, 3.0),
+            // one colorbar for panels of very different ranges: by square
+            // root, so that the widest kernel's small weights stay visible
+            norm: Norm::Sqrt,
             ..Default::default()
         },
     )?;
     Ok((estimates, heatmaps))
 }
+// ANCHOR_END: compare_kernels
 
 fn kernels_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: kernels_demo
-    let u: Vec<f32> = (0..=60).map(|i| -3.0 + 0.1 * i as f32).collect();
+    // fine steps, so that the boxcar's jumps look vertical
+    let u: Vec<f32> = (0..=600).map(|i| -3.0 + 0.01 * i as f32).collect();
     let u_tensor = Tensor::<1>::from_floats(u.as_slice(), device);
     let u_axis: Vec<f64> = u.iter().map(|&x| x as f64).collect();
     let names = ["Gaussian", "Boxcar", "Constant", "Epanechikov"];
@@ -367,19 +375,16 @@ fn kernels_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         &shapes,
         &Axes::new("u", "K(u)")
             .xlim(-3.0, 3.0)
-            .ylim(-0.1, 1.3)
-            .figsize(4.5, 2.5),
+            .ylim(-0.1, 1.8)
+            .figsize(4.5, 3.2),
     )?;
     let data = Dataset::generate(50, SEED, device);
     let (estimates, heatmaps) = compare_kernels(&data, &KERNELS, &names)?;
-    // ANCHOR_END: kernels_demo
     for (kernel, name) in KERNELS.iter().zip(names) {
-        writeln!(
-            out,
-            "{name:<12} test MSE {:.4}",
-            test_error(&data, *kernel)?
-        )?;
+        let mse = test_error(&data, *kernel)?;
+        writeln!(out, "{name:<12} test MSE {mse:.4}")?;
     }
+    // ANCHOR_END: kernels_demo
     out.figure("nw-kernel-shapes", shapes);
     out.figure("nw-kernel-estimates", estimates);
     out.figure("nw-kernel-heatmaps", heatmaps);
@@ -403,6 +408,34 @@ fn bandwidth_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR_END: bandwidth
     out.figure("nw-bandwidth-estimates", estimates);
     out.figure("nw-bandwidth-heatmaps", heatmaps);
+    Ok(())
+}
+
+/// Exercise 3: the bandwidth σ as a hyperparameter, chosen on the
+/// training data alone by the leave-one-out loss.
+fn bandwidth_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: bandwidth_exercise
+    let data = Dataset::generate(50, SEED, device);
+    // A Gaussian of width σ is the parametric model with w = 1 / σ.
+    let loo = |sigma: f32| {
+        let (x, y) = (data.x_train.clone(), data.y_train.clone());
+        leave_one_out_loss(1.0 / sigma, x, y)
+    };
+    let sigmas: Vec<f32> = (5..=100).map(|i| 0.01 * i as f32).collect();
+    let mut best = (1.0, loo(1.0)?);
+    for &sigma in &sigmas {
+        let loss = loo(sigma)?;
+        if loss < best.1 {
+            best = (sigma, loss);
+        }
+    }
+    let (sigma, loss) = best;
+    writeln!(out, "chosen σ = {sigma:.2} (leave-one-out loss {loss:.2})")?;
+    for sigma in [1.0, sigma] {
+        let mse = test_error(&data, Kernel::Gaussian { sigma })?;
+        writeln!(out, "σ = {sigma:.2}: test MSE {mse:.3}")?;
+    }
+    // ANCHOR_END: bandwidth_exercise
     Ok(())
 }
 
@@ -502,5 +535,21 @@ mod tests {
         let (d2l, blog) = (numbers(lines[1]), numbers(lines[2]));
         assert!(d2l[0] > 10.0 && blog[0] < 4.0, "{d2l:?} {blog:?}");
         assert!(d2l[1] > blog[1] && blog[1] > lowest[0], "{d2l:?} {blog:?}");
+    }
+
+    /// Exercise 3's answer: the chosen σ is narrower than 1 (1 / 3.4 from
+    /// the loss landscape) and its test error is far lower.
+    #[test]
+    fn leave_one_out_chooses_a_narrower_bandwidth_that_predicts_better() {
+        let out = run("nw-exercise-bandwidth", &Device::flex());
+        let numbers = |line: &str| -> Vec<f32> {
+            line.split([' ', ',', '(', ')', ':', '='])
+                .filter_map(|t| t.parse().ok())
+                .collect()
+        };
+        let lines: Vec<Vec<f32>> = out.text().lines().map(numbers).collect();
+        assert!((0.25..0.35).contains(&lines[0][0]), "{lines:?}");
+        let (wide, chosen) = (lines[1][1], lines[2][1]);
+        assert!(chosen < wide / 2.0, "{lines:?}");
     }
 }

@@ -19,6 +19,8 @@ pub const LISTINGS: &[Listing] = &[
     Listing::new("scoring-table", file!(), table_demo),
     Listing::new("scoring-self-attention", file!(), self_attention_demo),
     Listing::new("scoring-projection", file!(), projection_exercise),
+    Listing::new("scoring-other-keys", file!(), other_keys_exercise),
+    Listing::new("scoring-sum", file!(), sum_exercise),
 ];
 
 fn masked_softmax_demo(
@@ -62,8 +64,12 @@ fn additive_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let attended = attention.forward(queries, keys, values, Some(&valid_lens));
     writeln!(out, "{}", format_tensor(attended.output, 4))?;
     let weights = attended.attention_weights.reshape([1, 1, 2, 10]);
-    let figure =
-        show_heatmaps(&weights, "Keys", "Queries", HeatmapOptions::default())?;
+    // 2 queries × 10 keys: a wide figure
+    let options = HeatmapOptions {
+        figsize: (5.0, 1.6),
+        ..HeatmapOptions::default()
+    };
+    let figure = show_heatmaps(&weights, "Keys", "Queries", options)?;
     // ANCHOR_END: additive_demo
     out.figure("scoring-additive", figure);
     Ok(())
@@ -83,8 +89,12 @@ fn dot_product_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     );
     writeln!(out, "{}", format_tensor(attended.output, 4))?;
     let weights = attended.attention_weights.reshape([1, 1, 2, 10]);
-    let figure =
-        show_heatmaps(&weights, "Keys", "Queries", HeatmapOptions::default())?;
+    // 2 queries × 10 keys: a wide figure
+    let options = HeatmapOptions {
+        figsize: (5.0, 1.6),
+        ..HeatmapOptions::default()
+    };
+    let figure = show_heatmaps(&weights, "Keys", "Queries", options)?;
     // ANCHOR_END: dot_product_demo
     out.figure("scoring-dot-product", figure);
     Ok(())
@@ -224,6 +234,58 @@ fn projection_exercise(
     Ok(())
 }
 
+/// Exercise 1: the two demos with keys that differ.
+fn other_keys_exercise(
+    device: &Device,
+    out: &mut Output,
+) -> anyhow::Result<()> {
+    // ANCHOR: other_keys_exercise
+    // Seeded N(0, 1) keys instead of ones; everything else as in the demos.
+    let keys = randn([2, 10, 2], 14, device);
+    let valid_lens = ValidLens::new(&[2, 6], device);
+    // seeded weights, so that every build prints the same
+    let additive = AdditiveAttention {
+        w_q: seeded_linear(20, 8, 15, device),
+        w_k: seeded_linear(2, 8, 16, device),
+        w_v: seeded_linear(8, 1, 17, device),
+        ..AdditiveAttentionConfig::new(2, 20, 8).init(device)
+    };
+    let dot = DotProductAttentionConfig::new().init();
+    let (values, lens) = (demo_values(device), Some(&valid_lens));
+    let queries = randn([2, 1, 20], 1, device);
+    let a = additive.forward(queries, keys.clone(), values.clone(), lens);
+    let queries = randn([2, 1, 2], 2, device);
+    let d = dot.forward(queries, keys, values, lens);
+    let (a, d) = (a.attention_weights, d.attention_weights);
+    writeln!(out, "additive:\n{}", format_tensor(a.clone(), 4))?;
+    writeln!(out, "dot product:\n{}", format_tensor(d.clone(), 4))?;
+    // (1, 2, 2, 10): the two layers side by side
+    let both = Tensor::stack::<4>(vec![a, d], 1).reshape([1, 2, 2, 10]);
+    let options = HeatmapOptions {
+        titles: Some(&["Additive", "Dot product"]),
+        figsize: (6.0, 1.5),
+        ..HeatmapOptions::default()
+    };
+    let figure = show_heatmaps(&both, "Keys", "Queries", options)?;
+    // ANCHOR_END: other_keys_exercise
+    out.figure("scoring-other-keys", figure);
+    Ok(())
+}
+
+/// Exercise 3: the sum of query and key as a score.
+fn sum_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: sum_exercise
+    // Three different queries, five keys, all of size 4.
+    let queries = randn([1, 3, 4], 18, device);
+    let keys = randn([1, 5, 4], 19, device);
+    // a(q, k) = Σᵢ (qᵢ + kᵢ) = Σ q + Σ k: (1, 3, 1) + (1, 1, 5) → (1, 3, 5)
+    let scores = queries.sum_dim(2) + keys.sum_dim(2).swap_dims(1, 2);
+    let weights = masked_softmax(scores, None);
+    writeln!(out, "{}", format_tensor(weights, 4))?;
+    // ANCHOR_END: sum_exercise
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,5 +354,56 @@ mod tests {
             .parse()
             .unwrap();
         assert!(gap < 1e-5, "{gap}");
+    }
+
+    /// Exercise 1's answer: with identical keys both layers give uniform
+    /// weights over the valid keys; with keys that differ they disagree.
+    #[test]
+    fn the_layers_agree_only_on_identical_keys() {
+        let device = Device::flex();
+        let weights = |keys: Tensor<3>| {
+            let lens = ValidLens::new(&[2, 6], &device);
+            let additive = AdditiveAttention {
+                w_q: seeded_linear(20, 8, 15, &device),
+                w_k: seeded_linear(2, 8, 16, &device),
+                w_v: seeded_linear(8, 1, 17, &device),
+                ..AdditiveAttentionConfig::new(2, 20, 8).init(&device)
+            };
+            let dot = DotProductAttentionConfig::new().init();
+            let values = demo_values(&device);
+            let a = additive.forward(
+                randn([2, 1, 20], 1, &device),
+                keys.clone(),
+                values.clone(),
+                Some(&lens),
+            );
+            let d = dot.forward(
+                randn([2, 1, 2], 2, &device),
+                keys,
+                values,
+                Some(&lens),
+            );
+            (a.attention_weights, d.attention_weights)
+        };
+        let (a, d) = weights(Tensor::ones([2, 10, 2], &device));
+        let gap = (a - d).abs().max().into_scalar::<f32>();
+        assert!(gap < 1e-6, "{gap}");
+        let (a, d) = weights(randn([2, 10, 2], 14, &device));
+        let gap = (a - d).abs().max().into_scalar::<f32>();
+        assert!(gap > 0.05, "{gap}");
+        assert_eq!(run("scoring-other-keys", &device).figures().len(), 1);
+    }
+
+    /// Exercise 3's answer: with a sum as score every query gets the same
+    /// weights.
+    #[test]
+    fn a_sum_score_gives_every_query_the_same_weights() {
+        let text = run("scoring-sum", &Device::flex()).text().to_owned();
+        let rows: Vec<&str> = text
+            .lines()
+            .map(|l| l.trim_matches(|c| "[], ".contains(c)))
+            .collect();
+        assert_eq!(rows.len(), 3, "{text}");
+        assert!(rows[1] == rows[0] && rows[2] == rows[0], "{text}");
     }
 }

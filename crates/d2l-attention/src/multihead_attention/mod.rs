@@ -262,7 +262,8 @@ pub fn transpose_qkv(x: Tensor<3>, num_heads: usize) -> Tensor<3> {
     let [batch_size, n, num_hiddens] = x.dims();
     assert!(
         num_heads > 0 && num_hiddens % num_heads == 0,
-        "`num_heads` ({num_heads}) must divide the size of `x` {:?} (dimension 2)",
+        "`num_heads` ({num_heads}) must divide the size of `x` {:?} \
+         (dimension 2)",
         x.dims()
     );
     let d = num_hiddens / num_heads;
@@ -286,7 +287,8 @@ pub fn transpose_output(x: Tensor<3>, num_heads: usize) -> Tensor<3> {
     let [rows, n, d] = x.dims();
     assert!(
         num_heads > 0 && rows % num_heads == 0,
-        "`num_heads` ({num_heads}) must divide the rows of `x` {:?} (dimension 0)",
+        "`num_heads` ({num_heads}) must divide the rows of `x` {:?} \
+         (dimension 0)",
         x.dims()
     );
     // (b·h, n, d) → (b, h, n, d) → (b, n, h, d) → (b, n, h·d)

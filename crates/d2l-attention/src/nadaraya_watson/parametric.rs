@@ -2,7 +2,7 @@
 //! training on leave-one-out keys and values (d2l zh §10.2.4).
 
 use burn::module::{Module, Param};
-use burn::tensor::{Device, Tensor, TensorData, activation::softmax};
+use burn::tensor::{Device, Int, Tensor, TensorData, activation::softmax};
 
 use super::*;
 
@@ -123,6 +123,7 @@ impl NWKernelRegression {
 /// assert_eq!(keys.dims(), [3, 2]);
 /// assert_eq!(values.try_into_vec_as::<f32>().unwrap(), [2.0, 3.0, 1.0, 3.0, 1.0, 2.0]);
 /// ```
+// ANCHOR: leave_one_out
 pub fn leave_one_out(
     x_train: Tensor<1>,
     y_train: Tensor<1>,
@@ -132,21 +133,21 @@ pub fn leave_one_out(
     if n < 2 {
         return Err(RegressionError::TooFewForLeaveOneOut);
     }
-    let device = x_train.device();
+    // Row i lists every column but i: d2l's mask 1 − eye(n), as indices.
+    let others: Vec<i64> = (0..n as i64)
+        .flat_map(|i| (0..n as i64).filter(move |&j| j != i))
+        .collect();
+    let others = Tensor::<2, Int>::from_data(
+        TensorData::new(others, [n, n - 1]),
+        &x_train.device(),
+    );
+    // (n,) → n copies as rows (n, n) → without the diagonal (n, n − 1)
     let drop_diagonal = |t: Tensor<1>| -> Tensor<2> {
-        let v = t.try_into_vec_as::<f32>().expect("readable tensor");
-        let rows: Vec<f32> = (0..n)
-            .flat_map(|i| {
-                v.iter()
-                    .enumerate()
-                    .filter(move |(j, _)| *j != i)
-                    .map(|(_, x)| *x)
-            })
-            .collect();
-        Tensor::from_data(TensorData::new(rows, [n, n - 1]), &device)
+        t.unsqueeze::<2>().expand([n, n]).gather(1, others.clone())
     };
     Ok((drop_diagonal(x_train), drop_diagonal(y_train)))
 }
+// ANCHOR_END: leave_one_out
 
 /// One epoch of [`train`]: the loss and gradient at the start of the
 /// epoch, and `w` after its SGD step.

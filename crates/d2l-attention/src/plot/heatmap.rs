@@ -39,6 +39,12 @@ pub struct HeatmapOptions<'a> {
     pub figsize: (f64, f64),
     /// The colormap.
     pub cmap: Cmap,
+    /// How values map to colours: linearly, or by square root.
+    pub norm: Norm,
+    /// Labels of the keys (columns) instead of their indices.
+    pub xticks: Option<&'a [&'a str]>,
+    /// Labels of the queries (rows) instead of their indices.
+    pub yticks: Option<&'a [&'a str]>,
 }
 
 impl Default for HeatmapOptions<'_> {
@@ -47,10 +53,54 @@ impl Default for HeatmapOptions<'_> {
             titles: None,
             figsize: (2.5, 2.5),
             cmap: Cmap::Reds,
+            norm: Norm::Linear,
+            xticks: None,
+            yticks: None,
         }
     }
 }
 // ANCHOR_END: options
+
+/// How [`show_heatmaps`] maps values to colours between the smallest
+/// value `lo` and the largest `hi`.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::plot::Norm;
+///
+/// assert_eq!(Norm::Linear.position(0.25, 0.0, 1.0), 0.25);
+/// // The square root spreads small values: a quarter of the range is
+/// // half-way along the colormap.
+/// assert_eq!(Norm::Sqrt.position(0.25, 0.0, 1.0), 0.5);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Norm {
+    /// Colour in proportion to the value (matplotlib's default).
+    #[default]
+    Linear,
+    /// Colour in proportion to the square root of the value's distance from
+    /// `lo`: small weights stay visible next to large ones, which lets
+    /// panels of very different ranges share one colorbar.
+    Sqrt,
+}
+
+impl Norm {
+    /// Where `value` falls on the colormap, 0 at `lo` and 1 at `hi`.
+    ///
+    /// # Examples
+    /// See [`Norm`].
+    pub fn position(self, value: f64, lo: f64, hi: f64) -> f64 {
+        let t = ((value - lo) / (hi - lo)).clamp(0.0, 1.0);
+        match self {
+            Norm::Linear => t,
+            Norm::Sqrt => t.sqrt(),
+        }
+    }
+
+    fn color(self, cmap: Cmap, value: f64, (lo, hi): (f64, f64)) -> RGBColor {
+        cmap.color(self.position(value, lo, hi), 0.0, 1.0)
+    }
+}
 
 /// Draws a grid of heatmaps, one per matrix, with one shared colorbar; the
 /// Rust counterpart of d2l's `show_heatmaps` (zh §10.1 / en §11.1).
@@ -97,6 +147,9 @@ pub fn show_heatmaps(
         titles,
         figsize,
         cmap,
+        norm,
+        xticks,
+        yticks,
     } = options;
     let [num_rows, num_cols, num_queries, num_keys] = matrices.dims();
     if num_rows * num_cols * num_queries * num_keys == 0 {
@@ -112,6 +165,16 @@ pub fn show_heatmaps(
             "titles",
             format!("{} titles for {num_cols} grid columns", t.len()),
         ));
+    }
+    for (arg, ticks, n) in [
+        ("xticks", xticks, num_keys),
+        ("yticks", yticks, num_queries),
+    ] {
+        if let Some(t) = ticks
+            && t.len() != n
+        {
+            return Err(invalid(arg, format!("{} labels for {n}", t.len())));
+        }
     }
     let (width, height) = pixels(figsize)?;
     let values = matrices.clone().try_into_vec_as::<f64>().map_err(|e| {
@@ -155,6 +218,8 @@ pub fn show_heatmaps(
                 xlabel: (i + 1 == num_rows).then_some(xlabel),
                 ylabel: (j == 0).then_some(ylabel),
                 title: titles.map(|t| t[j]),
+                xticks,
+                yticks,
             };
             draw_cell(
                 cell,
@@ -163,13 +228,13 @@ pub fn show_heatmaps(
                 matrix,
                 &labels,
                 (vmin, vmax),
-                cmap,
+                (cmap, norm),
             )?;
         }
         // matplotlib's `shrink=0.6`: 60 % of the height the matrices take.
         let bar_height = (0.6 * side * (num_rows * num_queries) as f64)
             .clamp(40.0, 0.9 * height as f64) as u32;
-        draw_colorbar(&bar, height, bar_height, (vmin, vmax), cmap)?;
+        draw_colorbar(&bar, height, bar_height, (vmin, vmax), (cmap, norm))?;
         root.present().map_err(draw_err)?;
     }
     Ok(Svg(svg))
@@ -179,6 +244,8 @@ struct CellLabels<'a> {
     xlabel: Option<&'a str>,
     ylabel: Option<&'a str>,
     title: Option<&'a str>,
+    xticks: Option<&'a [&'a str]>,
+    yticks: Option<&'a [&'a str]>,
 }
 
 fn unravel(mut i: usize, dims: [usize; 4]) -> [usize; 4] {
@@ -209,7 +276,7 @@ fn draw_cell<DB: DrawingBackend>(
     matrix: &[f64],
     labels: &CellLabels,
     (vmin, vmax): (f64, f64),
-    cmap: Cmap,
+    (cmap, norm): (Cmap, Norm),
 ) -> Result<(), PlotError> {
     let x_area = if labels.xlabel.is_some() { X_AREA } else { 22 };
     let y_area = if labels.ylabel.is_some() { Y_AREA } else { 28 };
@@ -236,16 +303,16 @@ fn draw_cell<DB: DrawingBackend>(
     if let Some(title) = labels.title {
         builder.caption(title, (FONT, LABEL_FONT));
     }
-    let x_range = IndexAxis::new(nk, false);
+    let x_range = IndexAxis::new(nk, false, labels.xticks.is_some());
     // Query 0 at the top, as in an image.
-    let y_range = IndexAxis::new(nq, true);
+    let y_range = IndexAxis::new(nq, true, labels.yticks.is_some());
     let mut chart = builder
         .build_cartesian_2d(x_range, y_range)
         .map_err(draw_err)?;
     chart
         .draw_series(matrix.iter().enumerate().map(|(idx, &v)| {
             let (q, k) = ((idx / nk) as f64, (idx % nk) as f64);
-            let color = cmap.color(v, vmin, vmax);
+            let color = norm.color(cmap, v, (vmin, vmax));
             Rectangle::new(
                 [(k - 0.5, q - 0.5), (k + 0.5, q + 0.5)],
                 color.filled(),
@@ -253,11 +320,17 @@ fn draw_cell<DB: DrawingBackend>(
         }))
         .map_err(draw_err)?;
     // Axes last, so that the cells do not cover them.
-    let fmt = |v: &f64| format!("{v:.0}");
+    // an index, or its label when the caller gave labels
+    let label = |ticks: Option<&[&str]>, v: f64| match ticks {
+        Some(t) => t.get(v.round() as usize).copied().unwrap_or("").to_owned(),
+        None => format!("{v:.0}"),
+    };
+    let x_fmt = |v: &f64| label(labels.xticks, *v);
+    let y_fmt = |v: &f64| label(labels.yticks, *v);
     let mut mesh = chart.configure_mesh();
     mesh.disable_mesh()
-        .x_label_formatter(&fmt)
-        .y_label_formatter(&fmt)
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
         .label_style((FONT, super::TICK_FONT))
         .axis_desc_style((FONT, LABEL_FONT));
     if let Some(x) = labels.xlabel {
@@ -271,16 +344,18 @@ fn draw_cell<DB: DrawingBackend>(
 }
 
 /// An axis over the indices 0..n of a matrix: each index owns the unit
-/// interval around it, ticks sit on whole indices ([`integer_ticks`]), and
-/// `reversed` puts index 0 at the far end (the top, for rows).
+/// interval around it, ticks sit on whole indices ([`integer_ticks`], or
+/// every index when `every` is set, for labels), and `reversed` puts index
+/// 0 at the far end (the top, for rows).
 struct IndexAxis {
     n: usize,
     reversed: bool,
+    every: bool,
 }
 
 impl IndexAxis {
-    fn new(n: usize, reversed: bool) -> Self {
-        IndexAxis { n, reversed }
+    fn new(n: usize, reversed: bool, every: bool) -> Self {
+        IndexAxis { n, reversed, every }
     }
 }
 
@@ -297,12 +372,59 @@ impl Ranged for IndexAxis {
     }
 
     fn key_points<Hint: KeyPointHint>(&self, _: Hint) -> Vec<f64> {
-        integer_ticks(self.n)
+        if self.every {
+            (0..self.n).map(|i| i as f64).collect()
+        } else {
+            integer_ticks(self.n)
+        }
     }
 
     fn range(&self) -> Range<f64> {
         -0.5..self.n as f64 - 0.5
     }
+}
+
+/// The colorbar's value axis, with ticks at round values, at least three
+/// of them ([`value_ticks`]).
+struct ValueAxis {
+    lo: f64,
+    hi: f64,
+}
+
+impl Ranged for ValueAxis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        let t = (value - self.lo) / (self.hi - self.lo);
+        limit.0 + (t * (limit.1 - limit.0) as f64).round() as i32
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, _: Hint) -> Vec<f64> {
+        value_ticks(self.lo, self.hi)
+    }
+
+    fn range(&self) -> Range<f64> {
+        self.lo..self.hi
+    }
+}
+
+/// Round ticks within `lo..=hi`: the widest step of 1, 2, 2.5 or 5 times a
+/// power of ten that still gives at least three ticks.
+fn value_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let ticks = |step: f64| -> Vec<f64> {
+        let first = (lo / step - 1e-9).ceil() as i64;
+        let last = (hi / step + 1e-9).floor() as i64;
+        (first..=last).map(|i| i as f64 * step).collect()
+    };
+    let magnitude = 10f64.powf((hi - lo).log10().floor() + 1.0);
+    (0..8)
+        .flat_map(|e| {
+            [1.0, 0.5, 0.25, 0.2].map(|m| m * magnitude / 10f64.powi(e))
+        })
+        .map(ticks)
+        .find(|t| t.len() >= 3)
+        .unwrap_or_else(|| vec![lo, (lo + hi) / 2.0, hi])
 }
 
 /// A vertical colorbar `bar_height` px tall, centred on the figure's
@@ -312,7 +434,7 @@ fn draw_colorbar<DB: DrawingBackend>(
     height: u32,
     bar_height: u32,
     (vmin, vmax): (f64, f64),
-    cmap: Cmap,
+    (cmap, norm): (Cmap, Norm),
 ) -> Result<(), PlotError> {
     const STEPS: usize = 64;
     let bar = area
@@ -324,12 +446,12 @@ fn draw_colorbar<DB: DrawingBackend>(
         .right_y_label_area_size(42)
         .build_cartesian_2d(0.0..1.0, vmin..vmax)
         .map_err(draw_err)?
-        .set_secondary_coord(0.0..1.0, vmin..vmax);
+        .set_secondary_coord(0.0..1.0, ValueAxis { lo: vmin, hi: vmax });
     let step = (vmax - vmin) / STEPS as f64;
     chart
         .draw_series((0..STEPS).map(|s| {
             let lo = vmin + s as f64 * step;
-            let color = cmap.color(lo + step / 2.0, vmin, vmax);
+            let color = norm.color(cmap, lo + step / 2.0, (vmin, vmax));
             Rectangle::new([(0.0, lo), (1.0, lo + step)], color.filled())
         }))
         .map_err(draw_err)?;
@@ -337,7 +459,6 @@ fn draw_colorbar<DB: DrawingBackend>(
     chart
         .configure_secondary_axes()
         .x_labels(0)
-        .y_labels(if bar_height < 80 { 3 } else { 6 })
         .y_label_formatter(&fmt)
         .label_style((FONT, TICK_FONT))
         .draw()
@@ -366,6 +487,43 @@ mod tests {
         )
         .unwrap_err()
         .to_string()
+    }
+
+    /// At least three labelled ticks on every colorbar, at round values.
+    #[test]
+    fn colorbars_get_three_or_more_round_ticks() {
+        assert_eq!(value_ticks(0.0, 0.07), [0.0, 0.025, 0.05]);
+        assert_eq!(value_ticks(0.0, 1.0), [0.0, 0.5, 1.0]);
+        assert_eq!(value_ticks(-1.0, 1.0), [-1.0, 0.0, 1.0]);
+        assert_eq!(value_ticks(0.0123, 0.0571).len(), 4);
+        for (lo, hi) in [(0.0, 0.3), (0.2, 0.21), (1e-7, 0.9), (-3.0, 40.0)] {
+            let t = value_ticks(lo, hi);
+            assert!(t.len() >= 3, "{lo}..{hi}: {t:?}");
+            assert!(t.iter().all(|v| (lo - 1e-9..=hi + 1e-9).contains(v)));
+        }
+    }
+
+    #[test]
+    fn tick_labels_must_match_the_matrix() {
+        let m = matrices(vec![0.5; 6], [1, 1, 2, 3]);
+        let options = HeatmapOptions {
+            xticks: Some(&["a", "b"]),
+            ..Default::default()
+        };
+        let err = show_heatmaps(&m, "k", "q", options).unwrap_err();
+        assert_eq!(err.to_string(), "invalid `xticks`: 2 labels for 3");
+        let options = HeatmapOptions {
+            xticks: Some(&["a", "b", "c"]),
+            yticks: Some(&["first", "second"]),
+            ..Default::default()
+        };
+        let svg = show_heatmaps(&m, "k", "q", options).unwrap();
+        for label in ["a", "b", "c", "first", "second"] {
+            assert!(
+                svg.as_str().contains(&format!(">\n{label}\n<")),
+                "{label}"
+            );
+        }
     }
 
     #[test]
@@ -401,7 +559,8 @@ mod tests {
                 HeatmapOptions {
                     titles: Some(&["a", "b"]),
                     figsize: (5.0, 2.5),
-                    cmap: Cmap::Blues
+                    cmap: Cmap::Blues,
+                    ..Default::default()
                 }
             )
             .is_ok()
@@ -419,6 +578,7 @@ mod tests {
                 titles: Some(&["x", "y"]),
                 figsize: (5.0, 2.5),
                 cmap: Cmap::Blues,
+                ..Default::default()
             },
         )
         .unwrap();
@@ -430,6 +590,7 @@ mod tests {
                 titles: Some(&["x", "y"]),
                 figsize: (5.0, 2.5),
                 cmap: Cmap::Blues,
+                ..Default::default()
             },
         )
         .unwrap();

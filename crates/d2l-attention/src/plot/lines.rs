@@ -368,9 +368,11 @@ pub fn plot(series: &[Series], axes: &Axes) -> Result<Svg, PlotError> {
             }
         }
         if series.iter().any(|s| s.label.is_some()) {
+            let plot_area = chart.plotting_area().dim_in_pixel();
+            let corner = legend_corner(series, (x0, x1, y0, y1), plot_area);
             chart
                 .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
+                .position(corner)
                 .background_style(WHITE.mix(0.8))
                 .border_style(RGBColor(0xcc, 0xcc, 0xcc))
                 .label_font((FONT, TICK_FONT))
@@ -380,6 +382,45 @@ pub fn plot(series: &[Series], axes: &Axes) -> Result<Svg, PlotError> {
         root.present().map_err(draw_err)?;
     }
     Ok(Svg(svg))
+}
+
+/// The corner of the plotting area (`size` px) where the legend covers the
+/// fewest data points, preferring upper right, upper left, lower right,
+/// lower left; the legend's size is estimated from its labels (plotters
+/// draws ~7 px per character at the tick font, 18 px per entry).
+fn legend_corner(
+    series: &[Series],
+    (x0, x1, y0, y1): (f64, f64, f64, f64),
+    (width, height): (u32, u32),
+) -> SeriesLabelPosition {
+    let labels: Vec<&str> =
+        series.iter().filter_map(|s| s.label.as_deref()).collect();
+    let chars = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    // the legend's extent as fractions of the plotting area, with margin
+    let fw = ((45 + 7 * chars) as f64 / width.max(1) as f64).min(1.0);
+    let fh = ((14 + 18 * labels.len()) as f64 / height.max(1) as f64).min(1.0);
+    let covered = |left: bool, upper: bool| -> usize {
+        let (ax, bx) = if left { (0.0, fw) } else { (1.0 - fw, 1.0) };
+        let (ay, by) = if upper { (1.0 - fh, 1.0) } else { (0.0, fh) };
+        series
+            .iter()
+            .flat_map(|s| s.x.iter().zip(&s.y))
+            .filter(|&(&x, &y)| {
+                let (u, v) = ((x - x0) / (x1 - x0), (y - y0) / (y1 - y0));
+                (ax..=bx).contains(&u) && (ay..=by).contains(&v)
+            })
+            .count()
+    };
+    [
+        (false, true, SeriesLabelPosition::UpperRight),
+        (true, true, SeriesLabelPosition::UpperLeft),
+        (false, false, SeriesLabelPosition::LowerRight),
+        (true, false, SeriesLabelPosition::LowerLeft),
+    ]
+    .into_iter()
+    .min_by_key(|(left, upper, _)| covered(*left, *upper))
+    .map(|(_, _, corner)| corner)
+    .expect("four corners")
 }
 
 fn check_series(series: &[Series]) -> Result<(), PlotError> {

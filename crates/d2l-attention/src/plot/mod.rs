@@ -15,7 +15,7 @@ use std::path::Path;
 use crate::files::{WriteError, write_atomic};
 
 pub use colormap::Cmap;
-pub use heatmap::{HeatmapOptions, show_heatmaps};
+pub use heatmap::{HeatmapOptions, Norm, show_heatmaps};
 pub use lines::{Axes, LineStyle, Series, plot};
 
 /// Pixels per inch: `figsize` is given in inches, as in matplotlib.
