@@ -61,3 +61,88 @@ pub fn format_row(values: &[f32], decimals: usize) -> String {
         values.iter().map(|v| format!("{v:.decimals$}")).collect();
     format!("[{}]", items.join(", "))
 }
+
+/// Formats a matrix as PyTorch prints a large one: only the first and last
+/// `edge` rows and columns, with `...` for the rest (torch's `edgeitems`;
+/// a side of at most 2·`edge` is printed whole).
+///
+/// # Panics
+/// When the tensor cannot be read back from its device.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Int, Tensor};
+/// use d2l_attention::printing::format_summary;
+///
+/// let x = Tensor::<1, Int>::arange(0..25, &Device::flex()).float().reshape([5, 5]);
+/// assert_eq!(
+///     format_summary(x, 0, 1),
+///     "[[0, ..., 4],\n ...,\n [20, ..., 24]]"
+/// );
+/// ```
+pub fn format_summary(
+    matrix: Tensor<2>,
+    decimals: usize,
+    edge: usize,
+) -> String {
+    let [rows, cols] = matrix.dims();
+    let values = matrix
+        .try_into_vec_as::<f32>()
+        .expect("tensor readable on the host");
+    // the indices shown along a side of length n, None for the ellipsis
+    let shown = |n: usize| -> Vec<Option<usize>> {
+        if n <= 2 * edge {
+            (0..n).map(Some).collect()
+        } else {
+            (0..edge)
+                .map(Some)
+                .chain([None])
+                .chain((n - edge..n).map(Some))
+                .collect()
+        }
+    };
+    let lines: Vec<String> = shown(rows)
+        .into_iter()
+        .map(|r| match r {
+            None => "...".to_owned(),
+            Some(r) => {
+                let items: Vec<String> = shown(cols)
+                    .into_iter()
+                    .map(|c| match c {
+                        None => "...".to_owned(),
+                        Some(c) => {
+                            format!("{:.decimals$}", values[r * cols + c])
+                        }
+                    })
+                    .collect();
+                format!("[{}]", items.join(", "))
+            }
+        })
+        .collect();
+    format!("[{}]", lines.join(",\n "))
+}
+
+/// Formats a long row of numbers as PyTorch wraps one: `per_line` numbers
+/// to a line, continuation lines indented by one space.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::printing::format_wrapped;
+///
+/// assert_eq!(format_wrapped(&[1.0, 2.0, 3.0], 1, 2), "[1.0, 2.0,\n 3.0]");
+/// ```
+pub fn format_wrapped(
+    values: &[f32],
+    decimals: usize,
+    per_line: usize,
+) -> String {
+    let lines: Vec<String> = values
+        .chunks(per_line.max(1))
+        .map(|chunk| {
+            let items: Vec<String> =
+                chunk.iter().map(|v| format!("{v:.decimals$}")).collect();
+            items.join(", ")
+        })
+        .collect();
+    format!("[{}]", lines.join(",\n "))
+}

@@ -8,11 +8,13 @@ use burn::tensor::{Device, Int, Tensor};
 use super::{Check, Listing, Output};
 use crate::bahdanau::*;
 use crate::machine_translation::{NmtData, bleu, load_fra_eng};
+use crate::plot::{Diagram, Node};
 use crate::seq2seq::*;
 use crate::{Axes, HeatmapOptions, Series, plot, show_heatmaps};
 
 /// The listings of this section.
 pub const LISTINGS: &[Listing] = &[
+    Listing::new("bahdanau-diagram", file!(), model_diagram),
     Listing::new("bahdanau-shapes", file!(), shapes_demo),
     Listing {
         name: "bahdanau-train",
@@ -27,6 +29,52 @@ pub const LISTINGS: &[Listing] = &[
 /// "il est … ." on both flex and libtorch (seed 0 did not on flex; see the
 /// chapter's exercise 4).
 const SEED: u64 = 1;
+
+/// The model as a diagram: the encoder (left), the attention (middle) and
+/// one step of the decoder (right).
+fn model_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: diagram
+    let size = (190, 44);
+    let at = |column: i32, row: i32| (20 + 240 * column, 20 + 84 * row);
+    let node = |column, row, text| Node::new(at(column, row), size, text);
+    let tokens = node(0, 3, "source tokens\nx₁ … x_T");
+    let enc_embed = node(0, 2, "embedding");
+    let enc_gru = node(0, 1, "encoder GRU, 2 layers");
+    let states = node(0, 0, "states h₁ … h_T\n(keys and values)");
+    let query = node(1, 0, "decoder state s_t′−1\n(the query)");
+    let attention = node(1, 1, "additive attention");
+    let context = node(1, 2, "context c_t′");
+    let previous = node(2, 3, "previous token y_t′−1");
+    let dec_embed = node(2, 2, "embedding");
+    let dec_gru = node(2, 1, "decoder GRU, 2 layers\non [c_t′; embedding]");
+    let dense = node(2, 0, "dense: scores over\nthe target vocabulary");
+    let figure = Diagram::new((690, 356))
+        .arrow(tokens.side('t'), enc_embed.side('b'))
+        .arrow(enc_embed.side('t'), enc_gru.side('b'))
+        .arrow(enc_gru.side('t'), states.side('b'))
+        .arrow(states.side('r'), attention.side('l'))
+        .arrow(query.side('b'), attention.side('t'))
+        .arrow(attention.side('b'), context.side('t'))
+        .arrow(context.side('r'), dec_gru.side('l'))
+        .arrow(previous.side('t'), dec_embed.side('b'))
+        .arrow(dec_embed.side('t'), dec_gru.side('b'))
+        .arrow(dec_gru.side('t'), dense.side('b'))
+        .node(tokens)
+        .node(enc_embed)
+        .node(enc_gru)
+        .node(states)
+        .node(query)
+        .node(attention)
+        .node(context)
+        .node(previous)
+        .node(dec_embed)
+        .node(dec_gru)
+        .node(dense)
+        .draw()?;
+    // ANCHOR_END: diagram
+    out.figure("bahdanau-diagram", figure);
+    Ok(())
+}
 
 fn shapes_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: shapes

@@ -7,7 +7,7 @@ use burn::tensor::{Device, Int, Tensor};
 
 use super::{Listing, Output};
 use crate::nadaraya_watson::*;
-use crate::printing::{format_row, format_tensor};
+use crate::printing::{format_summary, format_tensor, format_wrapped};
 use crate::random::{rand, randn};
 use plotters::style::RGBColor;
 
@@ -42,18 +42,8 @@ fn data_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         data.x_train.dims()[0],
         data.x_test.dims()[0]
     )?;
-    writeln!(
-        out,
-        "first training inputs: {}",
-        format_row(
-            &data
-                .x_train
-                .clone()
-                .narrow(0, 0, 5)
-                .try_into_vec_as::<f32>()?,
-            4
-        )
-    )?;
+    let x_train = data.x_train.clone().try_into_vec_as::<f32>()?;
+    writeln!(out, "x_train:\n{}", format_wrapped(&x_train, 4, 8))?;
     // ANCHOR_END: data
     Ok(())
 }
@@ -76,6 +66,12 @@ fn nonparametric_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         data.y_train.clone(),
         data.x_test.clone(),
     )?;
+    // the queries as d2l repeats them, one row of 50 per test input (our
+    // function broadcasts instead); each row of weights sums to 1
+    let x_repeat = data.x_test.clone().unsqueeze_dim::<2>(1).expand([50, 50]);
+    writeln!(out, "X_repeat:\n{}", format_summary(x_repeat, 4, 3))?;
+    let summary = format_summary(attention_weights.clone(), 4, 3);
+    writeln!(out, "attention_weights:\n{summary}")?;
     writeln!(out, "test MSE {:.3}", data.test_mse(y_hat.clone()))?;
     let at = |t: &Tensor<1>| t.clone().narrow(0, 0, 1).into_scalar::<f32>();
     let (first, truth) = (at(&y_hat), at(&data.y_truth));
@@ -234,6 +230,12 @@ fn parametric_blog_demo(
 ) -> anyhow::Result<()> {
     // ANCHOR: parametric_blog
     let data = Dataset::generate(50, SEED, &device.clone().autodiff());
+    // the blog prints the shapes of the leave-one-out keys and values
+    let (keys, values) =
+        leave_one_out(data.x_train.clone(), data.y_train.clone())?;
+    let tiled = [50, 50];
+    writeln!(out, "x_train {:?}, tiled {tiled:?}", data.x_train.dims())?;
+    writeln!(out, "keys {:?}, values {:?}", keys.dims(), values.dims())?;
     let blog = blog_run(&data)?;
     writeln!(out, "start: w {:.4}", blog.1)?;
     for log in blog.2.iter().filter(|log| log.epoch % 5 == 0) {

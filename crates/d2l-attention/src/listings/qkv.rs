@@ -6,15 +6,72 @@ use std::fmt::Write;
 use burn::tensor::{Device, Tensor, activation::softmax};
 
 use super::{Listing, Output};
+use crate::plot::{Diagram, Node};
 use crate::printing::format_row;
 use crate::random::randn;
 use crate::{HeatmapOptions, show_heatmaps};
+use plotters::style::RGBColor;
 
 /// This chapter's listings.
 pub const LISTINGS: &[Listing] = &[
     Listing::new("qkv-eye", file!(), eye),
     Listing::new("qkv-softmax-rows", file!(), softmax_rows),
+    Listing::new("qkv-pooling-diagram", file!(), pooling_diagram),
 ];
+
+/// Attention pooling as a diagram: a query scores every key, a softmax
+/// turns the scores into weights, and the weights average the values.
+fn pooling_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: pooling_diagram
+    let (w, h) = (100, 36);
+    let column = |i: i32| 170 + 120 * i; // x of item i's column
+    let keys: Vec<Node> = (0..3)
+        .map(|i| Node::new((column(i), 20), (w, h), &format!("key k{}", i + 1)))
+        .collect();
+    let query = Node::new((20, 92), (w, h), "query q").fill(QUERY);
+    let scores = Node::new((170, 92), (340, h), "scores a(q, kᵢ)");
+    let softmax = Node::new((170, 164), (340, h), "softmax");
+    let weights: Vec<Node> = (0..3)
+        .map(|i| Node::new((column(i), 236), (w, h), &format!("α{}", i + 1)))
+        .collect();
+    let values: Vec<Node> = (0..3)
+        .map(|i| {
+            let text = format!("value v{}", i + 1);
+            Node::new((column(i), 308), (w, h), &text).fill(VALUE)
+        })
+        .collect();
+    let output = Node::new(
+        (560, 290),
+        (120, 72),
+        "output
+Σ αᵢ vᵢ",
+    )
+    .fill(QUERY);
+    let mut diagram = Diagram::new((700, 364))
+        .arrow(query.side('r'), scores.side('l'))
+        .arrow(values[2].side('r'), output.side('l'));
+    for i in 0..3 {
+        let x = column(i as i32) + w / 2;
+        diagram = diagram
+            .arrow(keys[i].side('b'), (x, 92))
+            .arrow((x, 128), (x, 164))
+            .arrow((x, 200), weights[i].side('t'))
+            .arrow(weights[i].side('b'), values[i].side('t'));
+    }
+    let nodes = [keys, vec![query, scores, softmax], weights, values];
+    for node in nodes.into_iter().flatten().chain([output]) {
+        diagram = diagram.node(node);
+    }
+    let figure = diagram.draw()?;
+    // ANCHOR_END: pooling_diagram
+    out.figure("qkv-pooling-diagram", figure);
+    Ok(())
+}
+
+/// Fills of the diagrams: what asks (the query, the result) and what is
+/// read (the values).
+const QUERY: RGBColor = RGBColor(0xfd, 0xe0, 0xd2);
+const VALUE: RGBColor = RGBColor(0xde, 0xeb, 0xf7);
 
 /// The identity as attention weights: each query attends only to the key
 /// with its own index (d2l zh §10.1.3, seed notebook In[4]).

@@ -1,12 +1,14 @@
-//! The book's two figure helpers, named as in d2l: [`show_heatmaps`] (d2l
-//! zh §10.1 / en §11.1) and [`plot`] (d2l §2.4 `d2l.plot`). Both return an
-//! [`Svg`]; the same input always gives a byte-identical SVG.
+//! The book's figure helpers, named as in d2l: [`show_heatmaps`] (d2l zh
+//! §10.1 / en §11.1) and [`plot`] (d2l §2.4 `d2l.plot`), and [`Diagram`]
+//! for its box-and-arrow model figures. All return an [`Svg`]; the same
+//! input always gives a byte-identical SVG.
 //!
 //! They draw with plotters' SVG backend without its `ttf` feature: text is
 //! written as SVG `<text>` and rendered by the browser, so no system fonts
 //! are needed.
 
 mod colormap;
+mod diagram;
 mod heatmap;
 mod lines;
 
@@ -15,6 +17,7 @@ use std::path::Path;
 use crate::files::{WriteError, write_atomic};
 
 pub use colormap::Cmap;
+pub use diagram::{Diagram, Node};
 pub use heatmap::{HeatmapOptions, Norm, show_heatmaps};
 pub use lines::{Axes, LineStyle, Series, plot};
 
