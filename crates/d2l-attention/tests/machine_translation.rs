@@ -461,3 +461,42 @@ fn a_25_epoch_training_keeps_the_loss_trace_of_the_code_before() {
         );
     }
 }
+
+/// What the Bahdanau chapter says of its examples and its model: three of
+/// d2l's four test sentences are training pairs (and "he's calm ." is not,
+/// while "he's wet ." and "i'm calm ." are), and the model of the chapter
+/// has 49,449 parameters for these 600 pairs' vocabularies.
+#[test]
+#[ignore = "needs the full corpus in D2L_DATA_DIR"]
+fn the_chapter_s_examples_and_model_size() {
+    use burn::module::Module;
+    use d2l_attention::bahdanau::Seq2SeqConfig;
+
+    let text = full_corpus();
+    let pairs = tokenize_nmt(&preprocess_nmt(&text), Some(600));
+    let sources: Vec<String> =
+        pairs.source.iter().map(|s| s.join(" ")).collect();
+    let is_pair = |eng: &str| sources.iter().any(|s| s == eng);
+    for eng in ["go .", "i lost .", "i'm home .", "he's wet .", "i'm calm ."] {
+        assert!(is_pair(eng), "{eng}");
+    }
+    assert!(!is_pair("he's calm ."));
+    let data = NmtData::new(&text, 10, 600).unwrap();
+    let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
+    let model = Seq2SeqConfig::new(src, tgt, 32, 32, 2).init(&Device::flex());
+    assert_eq!(model.num_params(), 49_449);
+    // On the whole corpus d2l's spaces give `recule` two spellings; the
+    // normalised text one.
+    let tokens = |text: &str| {
+        let all = tokenize_nmt(&preprocess_nmt(text), None);
+        let mut set = std::collections::BTreeSet::new();
+        for word in all.target.iter().flatten() {
+            if word.trim_end_matches('\u{2009}') == "recule" {
+                set.insert(word.clone());
+            }
+        }
+        set
+    };
+    assert_eq!(tokens(&text).len(), 2, "{:?}", tokens(&text));
+    assert_eq!(tokens(&normalize_spaces(&text)).len(), 1);
+}

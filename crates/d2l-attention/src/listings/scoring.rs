@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use burn::tensor::{Device, Int, Tensor};
+use burn::tensor::{Device, Int, Tensor, activation::softmax};
 
 use super::{Listing, Output};
 use crate::attention_scoring::*;
@@ -117,6 +117,16 @@ fn variance_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         writeln!(
             out,
             "d = {d:>4}: variance of q·k {raw:>8.2}, of q·k/√d {scaled:.2}"
+        )?;
+    }
+    // What unscaled scores do to a softmax: one query, 10 keys, d = 1024.
+    let scores = randn([1, 1024], 20, device)
+        .matmul(randn([10, 1024], 21, device).transpose());
+    for (name, s) in [("q·k", scores.clone()), ("q·k/√d", scores / 32.0)] {
+        let largest = softmax(s, 1).max().into_scalar::<f32>();
+        writeln!(
+            out,
+            "softmax of {name:<6} over 10 keys: largest {largest:.2}"
         )?;
     }
     // ANCHOR_END: variance_demo
@@ -320,7 +330,16 @@ mod tests {
     #[test]
     fn scaling_brings_the_variance_of_dot_products_to_one() {
         let out = run("scoring-variance", &Device::flex());
-        for line in out.text().lines() {
+        let (lines, softmax): (Vec<&str>, Vec<&str>) =
+            out.text().lines().partition(|l| l.starts_with("d ="));
+        // Unscaled, one key takes nearly all the weight; scaled, none does.
+        let largest =
+            |l: &str| -> f32 { l.rsplit(' ').next().unwrap().parse().unwrap() };
+        assert!(
+            largest(softmax[0]) > 0.99 && largest(softmax[1]) < 0.5,
+            "{softmax:?}"
+        );
+        for line in lines {
             let d: f32 = line
                 .split(':')
                 .next()
