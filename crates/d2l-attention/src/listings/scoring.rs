@@ -270,7 +270,7 @@ fn other_keys_exercise(
     writeln!(out, "additive:\n{}", format_tensor(a.clone(), 4))?;
     writeln!(out, "dot product:\n{}", format_tensor(d.clone(), 4))?;
     // (1, 2, 2, 10): the two layers side by side
-    let both = Tensor::stack::<4>(vec![a, d], 1).reshape([1, 2, 2, 10]);
+    let both = Tensor::stack::<4>(vec![a, d], 0).reshape([1, 2, 2, 10]);
     let options = HeatmapOptions {
         titles: Some(&["Additive", "Dot product"]),
         figsize: (6.0, 1.5),
