@@ -500,3 +500,13 @@ fn the_chapter_s_examples_and_model_size() {
     assert_eq!(tokens(&text).len(), 2, "{:?}", tokens(&text));
     assert_eq!(tokens(&normalize_spaces(&text)).len(), 1);
 }
+
+/// The notes on speed: the chapter's 600 sources have at most 5 tokens
+/// with `<eos>`, so at most 5 of the 10 key positions are ever attended.
+#[test]
+#[ignore = "needs the full corpus in D2L_DATA_DIR"]
+fn the_chapter_s_sources_have_at_most_five_tokens() {
+    let pairs = tokenize_nmt(&preprocess_nmt(&full_corpus()), Some(600));
+    let longest = pairs.source.iter().map(|s| s.len() + 1).max();
+    assert_eq!(longest, Some(5));
+}
