@@ -7,7 +7,7 @@ use burn::tensor::{Device, Tensor, activation::softmax};
 
 use super::{Listing, Output};
 use crate::plot::{Diagram, Node};
-use crate::printing::format_row;
+use crate::printing::format_wrapped;
 use crate::random::randn;
 use crate::{HeatmapOptions, show_heatmaps};
 use plotters::style::RGBColor;
@@ -98,11 +98,8 @@ fn softmax_rows(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let scores = randn([10, 10], 0, device);
     let attention_weights = softmax(scores, 1);
     let row_sums = attention_weights.clone().sum_dim(1).reshape([10]);
-    writeln!(
-        out,
-        "row sums: {}",
-        format_row(&row_sums.try_into_vec_as::<f32>()?, 4)
-    )?;
+    let row_sums = row_sums.try_into_vec_as::<f32>()?;
+    writeln!(out, "row sums:\n{}", format_wrapped(&row_sums, 4, 5))?;
     let smallest = attention_weights.clone().min().into_scalar::<f32>();
     let largest = attention_weights.clone().max().into_scalar::<f32>();
     writeln!(out, "weights between {smallest:.4} and {largest:.4}")?;
@@ -163,9 +160,10 @@ mod tests {
                 .try_into_vec_as::<f64>()
                 .unwrap();
             let out = LISTINGS[1].execute(&device).unwrap();
+            let first: Vec<&str> = out.text().lines().take(3).collect();
             assert_eq!(
-                out.text().lines().next().unwrap(),
-                format!("row sums: {}", format_row(&[1.0; 10], 4))
+                first.join("\n"),
+                format!("row sums:\n{}", format_wrapped(&[1.0; 10], 4, 5))
             );
             // The same weights by hand: exp(s_ij) / sum_k exp(s_ik).
             let weights = softmax(randn([10, 10], 0, &device), 1)
