@@ -1,7 +1,8 @@
 // The book as a reader's browser shows it: serves the built book (default
-// `book/`) on 127.0.0.1, opens every page in headless Chromium and fails,
+// `book/html/`) on 127.0.0.1, opens every page in headless Chromium and fails,
 // naming the page and the element, when
-// - an image did not load or has no size;
+// - an image did not load, has no size or no description (alt text, the
+//   handouts' caption);
 // - a page whose source has math shows no KaTeX, a KaTeX error, or raw TeX;
 // - a request leaves 127.0.0.1, a request fails, or the console logs an error;
 // - a code block is wider than its column (it would scroll sideways);
@@ -18,7 +19,7 @@ import http from "node:http";
 import path from "node:path";
 import { chromium } from "playwright-core";
 
-const book = path.resolve(process.argv[2] ?? "book");
+const book = path.resolve(process.argv[2] ?? "book/html");
 const src = path.resolve(process.argv[3] ?? "src");
 const shots = path.resolve("target/browser");
 const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
@@ -104,6 +105,10 @@ for (const chapter of chapters) {
     for (const img of main.querySelectorAll("img")) {
       if (!img.complete || img.naturalWidth === 0 || img.width === 0) {
         found.push(`image not shown: ${img.getAttribute("src")}`);
+      }
+      // the description doubles as the figure's caption in the handouts
+      if (!img.alt.trim()) {
+        found.push(`image without a description: ${img.getAttribute("src")}`);
       }
     }
     const error = main.querySelector(".katex-error");
