@@ -1,10 +1,11 @@
 // Handouts: one print-ready PDF per chapter of the built book, and one of
-// the whole book, under `book/html/handouts/` (A4; `--letter` for US Letter).
+// the whole book, under `book/handouts/` (A4; `--letter` for US Letter).
 // Each PDF has the exercises' solutions open (theme/print.js), its figures
 // at full width as vectors with their alt text as a caption, and no browser
 // header or footer.
 //
-// Usage: node tests/browser/handouts.mjs [BOOK_DIR] [--letter]
+// Usage: node tests/browser/handouts.mjs [HTML_DIR] [--letter]
+// (HTML_DIR defaults to book/html; the PDFs go next to it, in ../handouts)
 // Chromium as for check.mjs: /usr/bin/chromium or $CHROMIUM.
 
 import fs from "node:fs";
@@ -23,7 +24,7 @@ for (const [what, file] of [["Chromium", executablePath],
     process.exit(2);
   }
 }
-const out = path.join(book, "handouts");
+const out = path.join(book, "..", "handouts");
 fs.mkdirSync(out, { recursive: true });
 
 // The chapters in reading order, from the sidebar of the first page.

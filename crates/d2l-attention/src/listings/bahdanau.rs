@@ -48,7 +48,7 @@ fn model_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
     let dec_embed = node(2, 2, "embedding");
     let dec_gru = node(2, 1, "decoder GRU, 2 layers\non [c_t′; embedding]");
     let dense = node(2, 0, "dense: scores over\nthe target vocabulary");
-    let figure = Diagram::new((690, 356))
+    let figure = Diagram::new((712, 356))
         .arrow(tokens.side('t'), enc_embed.side('b'))
         .arrow(enc_embed.side('t'), enc_gru.side('b'))
         .arrow(enc_gru.side('t'), states.side('b'))
