@@ -1,9 +1,12 @@
 //! The Bahdanau model's shapes, loss, clipping, training, prediction,
 //! saving and errors (its numbers against PyTorch are in seq2seq_golden.rs).
 
+mod common;
+
 use burn::module::{Module, ModuleMapper, Param};
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Int, Tensor, TensorData};
+use common::panic_message;
 use d2l_attention::attention_scoring::ValidLens;
 use d2l_attention::bahdanau::*;
 use d2l_attention::listings::bahdanau::train_facts;
@@ -17,16 +20,6 @@ fn ints<const D: usize>(
     device: &Device,
 ) -> Tensor<D, Int> {
     Tensor::from_data(TensorData::new(data, shape), device)
-}
-
-/// The message of the panic `f` raises.
-fn panic_message(f: impl FnOnce()) -> String {
-    let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-        .expect_err("the call should panic");
-    match payload.downcast::<String>() {
-        Ok(msg) => *msg,
-        Err(payload) => payload.downcast_ref::<&str>().unwrap().to_string(),
-    }
 }
 
 /// Gives every parameter seeded values in [−0.4, 0.4), so that a test
@@ -376,14 +369,12 @@ fn bad_states_and_devices_are_named() {
     }
     // One state for a GRU of two layers.
     let mut states = vec![Tensor::<2>::zeros([1, 16], &ad)];
-    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let message = panic_message(|| {
         model
             .encoder
             .rnn
-            .step(Tensor::zeros([1, 8], &ad), &mut states)
-    }))
-    .expect_err("one state for two layers must panic");
-    let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+            .step(Tensor::zeros([1, 8], &ad), &mut states);
+    });
     assert!(message.contains("one state per layer"), "{message}");
 }
 

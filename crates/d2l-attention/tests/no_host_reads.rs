@@ -16,6 +16,8 @@
 //! clipping is then run on its own, on captured gradients. What follows it
 //! is burn's Adam step, which reads nothing either.
 
+mod common;
+
 use burn::module::Module;
 use burn::nn::LinearConfig;
 use burn::optim::GradientsParams;
@@ -35,10 +37,7 @@ fn captured(f: impl FnOnce(&Device)) -> Option<String> {
         .capture_scope(|scope| {
             let run = std::panic::AssertUnwindSafe(|| f(&device));
             if let Err(payload) = std::panic::catch_unwind(run) {
-                message = Some(match payload.downcast::<String>() {
-                    Ok(msg) => *msg,
-                    Err(p) => p.downcast_ref::<&str>().unwrap().to_string(),
-                });
+                message = Some(common::message(payload));
             }
             scope.complete([], [])
         })

@@ -1,7 +1,10 @@
 //! Properties of `masked_softmax` for random shapes and valid lengths, and
 //! the errors of the attention layers.
 
+mod common;
+
 use burn::tensor::Device;
+use common::panic_message;
 use d2l_attention::attention_scoring::*;
 use d2l_attention::random::{randn, seeded_linear};
 use proptest::prelude::*;
@@ -10,16 +13,6 @@ use proptest::prelude::*;
 fn per_query(lens: &[usize], q: usize, device: &Device) -> ValidLens {
     let rows: Vec<&[usize]> = lens.chunks(q).collect();
     ValidLens::per_query(&rows, device)
-}
-
-/// The message of the panic `f` raises.
-fn panic_message(f: impl FnOnce()) -> String {
-    let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-        .expect_err("the call should panic");
-    match payload.downcast::<String>() {
-        Ok(msg) => *msg,
-        Err(payload) => payload.downcast_ref::<&str>().unwrap().to_string(),
-    }
 }
 
 /// (batch_size, num_queries, num_keys, valid lengths, seed, another valid length row).

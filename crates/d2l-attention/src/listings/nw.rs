@@ -469,6 +469,13 @@ mod tests {
         super::super::run_named(LISTINGS, name, device)
     }
 
+    /// The numbers of a printed line, in order.
+    fn numbers(line: &str) -> Vec<f32> {
+        line.split([' ', ',', '(', ')', ':', '='])
+            .filter_map(|t| t.parse().ok())
+            .collect()
+    }
+
     #[test]
     fn batched_matmul_demo_gives_the_seeds_values() {
         for backend in BackendChoice::compiled_cpu_backends() {
@@ -526,11 +533,6 @@ mod tests {
     #[test]
     fn the_leave_one_out_loss_is_lowest_near_w_3() {
         let out = run("nw-loss-landscape", &Device::flex());
-        let numbers = |line: &str| -> Vec<f32> {
-            line.split([' ', ',', ':'])
-                .filter_map(|t| t.parse().ok())
-                .collect()
-        };
         let lines: Vec<&str> = out.text().lines().collect();
         let lowest = numbers(lines[0]);
         assert!((2.5..4.5).contains(&lowest[1]), "{lowest:?}");
@@ -544,11 +546,6 @@ mod tests {
     #[test]
     fn leave_one_out_chooses_a_narrower_bandwidth_that_predicts_better() {
         let out = run("nw-exercise-bandwidth", &Device::flex());
-        let numbers = |line: &str| -> Vec<f32> {
-            line.split([' ', ',', '(', ')', ':', '='])
-                .filter_map(|t| t.parse().ok())
-                .collect()
-        };
         let lines: Vec<Vec<f32>> = out.text().lines().map(numbers).collect();
         assert!((0.25..0.35).contains(&lines[0][0]), "{lines:?}");
         let (wide, chosen) = (lines[1][1], lines[2][1]);

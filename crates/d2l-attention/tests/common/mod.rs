@@ -99,3 +99,21 @@ pub fn valid_lens(
         _ => panic!("valid_lens of shape {shape:?}"),
     }
 }
+
+/// The text of a panic's payload (a `String` or a `&str`).
+pub fn message(payload: Box<dyn std::any::Any + Send>) -> String {
+    match payload.downcast::<String>() {
+        Ok(msg) => *msg,
+        Err(payload) => payload.downcast_ref::<&str>().unwrap().to_string(),
+    }
+}
+
+/// The message of the panic `f` raises.
+///
+/// # Panics
+/// When `f` does not panic.
+pub fn panic_message(f: impl FnOnce()) -> String {
+    let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .expect_err("the call should panic");
+    message(payload)
+}
