@@ -38,10 +38,7 @@ pub fn randn<const D: usize>(
     seed: u64,
     device: &Device,
 ) -> Tensor<D> {
-    let mut rng = ChaCha12Rng::seed_from_u64(seed);
-    let n = shape.iter().product();
-    let values: Vec<f32> = (0..n).map(|_| rng.sample(StandardNormal)).collect();
-    Tensor::from_data(TensorData::new(values, Shape::new(shape)), device)
+    draw(shape, seed, device, |rng| rng.sample(StandardNormal))
 }
 
 /// A tensor of the given `shape` with entries drawn uniformly from [0, 1),
@@ -62,9 +59,20 @@ pub fn rand<const D: usize>(
     seed: u64,
     device: &Device,
 ) -> Tensor<D> {
+    draw(shape, seed, device, |rng| rng.random::<f32>())
+}
+
+/// A tensor of `shape` filled, row-major, by `sample` from ChaCha12 seeded
+/// with `seed`.
+fn draw<const D: usize>(
+    shape: [usize; D],
+    seed: u64,
+    device: &Device,
+    mut sample: impl FnMut(&mut ChaCha12Rng) -> f32,
+) -> Tensor<D> {
     let mut rng = ChaCha12Rng::seed_from_u64(seed);
     let n = shape.iter().product();
-    let values: Vec<f32> = (0..n).map(|_| rng.random::<f32>()).collect();
+    let values: Vec<f32> = (0..n).map(|_| sample(&mut rng)).collect();
     Tensor::from_data(TensorData::new(values, Shape::new(shape)), device)
 }
 

@@ -180,17 +180,8 @@ impl AdditiveAttention {
     /// Checks `queries` (…, query_size) and `keys` (…, key_size) against
     /// the layer's sizes.
     fn check_sizes(&self, queries: &Tensor<3>, keys: &Tensor<3>) {
-        let [key_size, _] = self.w_k.weight.dims();
-        let [query_size, _] = self.w_q.weight.dims();
-        for (arg, dims, size) in [
-            ("queries", queries.dims(), query_size),
-            ("keys", keys.dims(), key_size),
-        ] {
-            assert!(
-                dims[2] == size,
-                "`{arg}` has shape {dims:?}, expected vectors of size {size} (dimension 2)"
-            );
-        }
+        check_fits("queries", queries, &self.w_q);
+        check_fits("keys", keys, &self.w_k);
     }
 
     /// Prepares `keys` (batch_size, num_keys, key_size), `values`
@@ -225,12 +216,7 @@ impl AdditiveAttention {
         valid_lens: Option<ValidLens>,
     ) -> ProjectedKeys {
         check_qkv(&keys, &keys, &values);
-        let [key_size, _] = self.w_k.weight.dims();
-        let dims = keys.dims();
-        assert!(
-            dims[2] == key_size,
-            "`keys` has shape {dims:?}, expected vectors of size {key_size} (dimension 2)"
-        );
+        check_fits("keys", &keys, &self.w_k);
         ProjectedKeys {
             keys: (self.w_k.forward(keys) * 2.0).unsqueeze_dim(1),
             values,

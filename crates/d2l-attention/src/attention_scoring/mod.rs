@@ -17,7 +17,7 @@ pub use dot_product::{
 };
 pub use masking::{ValidLens, masked_softmax, masked_softmax_by};
 
-use burn::nn::Dropout;
+use burn::nn::{Dropout, Linear};
 use burn::tensor::Tensor;
 
 /// The value d2l's `sequence_mask` writes into masked scores before the
@@ -75,10 +75,26 @@ fn check_qkv(queries: &Tensor<3>, keys: &Tensor<3>, values: &Tensor<3>) {
     );
 }
 
+/// Checks that `x` (…, …, size) fits `layer`'s input size.
+///
+/// # Panics
+/// Naming `arg`, its shape and the size `layer` takes.
+pub(crate) fn check_fits(arg: &str, x: &Tensor<3>, layer: &Linear) {
+    let (dims, size) = (x.dims(), layer.weight.dims()[0]);
+    assert!(
+        dims[2] == size,
+        "`{arg}` has shape {dims:?}, expected vectors of size {size} (dimension 2)"
+    );
+}
+
 /// Weights the values: dropout on the weights (active only when training
 /// on an autodiff device), then a batched matrix product.
 // ANCHOR: pool
-fn pool(dropout: &Dropout, weights: Tensor<3>, values: Tensor<3>) -> Attended {
+pub(crate) fn pool(
+    dropout: &Dropout,
+    weights: Tensor<3>,
+    values: Tensor<3>,
+) -> Attended {
     let output = dropout.forward(weights.clone()).matmul(values);
     Attended {
         output,

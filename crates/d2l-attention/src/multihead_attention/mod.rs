@@ -15,7 +15,7 @@ pub use pytorch::{
 };
 
 use crate::attention_scoring::{
-    DotProductAttention, DotProductAttentionConfig, ValidLens,
+    DotProductAttention, DotProductAttentionConfig, ValidLens, check_fits,
 };
 
 /// Configuration of [`MultiHeadAttention`]; d2l's
@@ -219,17 +219,9 @@ impl MultiHeadAttention {
         keys: &Tensor<3>,
         values: &Tensor<3>,
     ) {
-        for (arg, x, w) in [
-            ("queries", queries, &self.w_q),
-            ("keys", keys, &self.w_k),
-            ("values", values, &self.w_v),
-        ] {
-            let (dims, size) = (x.dims(), w.weight.dims()[0]);
-            assert!(
-                dims[2] == size,
-                "`{arg}` has shape {dims:?}, expected vectors of size {size} (dimension 2)"
-            );
-        }
+        check_fits("queries", queries, &self.w_q);
+        check_fits("keys", keys, &self.w_k);
+        check_fits("values", values, &self.w_v);
     }
 }
 

@@ -17,7 +17,7 @@ use burn::store::pytorch_reader::{self, DType, PytorchError, PytorchReader};
 use burn::tensor::{Bool, Device, Tensor, TensorData};
 
 use super::*;
-use crate::attention_scoring::{MASK_VALUE, masked_softmax_by};
+use crate::attention_scoring::{MASK_VALUE, masked_softmax_by, pool};
 
 /// Why a PyTorch state dict could not become a [`MultiHeadAttention`].
 ///
@@ -237,9 +237,9 @@ impl MultiHeadAttention {
             None => {}
         }
         let weights = masked_softmax_by(scores, hidden);
-        let output = self.attention.dropout.forward(weights.clone()).matmul(v);
-        let output = self.w_o.forward(transpose_output(output, h));
-        let per_head = weights.reshape([n, h, l, s]);
+        let attended = pool(&self.attention.dropout, weights, v);
+        let output = self.w_o.forward(transpose_output(attended.output, h));
+        let per_head = attended.attention_weights.reshape([n, h, l, s]);
         PytorchMhaOutput {
             attn_output: layout(output),
             attn_weights: per_head.clone().mean_dim(1).reshape([n, l, s]),
