@@ -153,3 +153,18 @@ fn every_figure_a_page_shows_exists_and_every_output_is_shown() {
         }
     }
 }
+
+/// Captured outputs fit the listings' 80 columns (rustfmt's `max_width`),
+/// so that no printed line is wider than the code that printed it.
+#[test]
+fn every_captured_output_fits_80_columns() {
+    for (_, entry) in read_manifest(&book().join("figures")) {
+        for (f, _) in entry.files.iter().filter(|(f, _)| f.ends_with(".txt")) {
+            let text = fs::read_to_string(book().join("figures").join(f));
+            for (i, line) in text.unwrap().lines().enumerate() {
+                let width = line.chars().count();
+                assert!(width <= 80, "figures/{f}:{}: {width} columns", i + 1);
+            }
+        }
+    }
+}

@@ -1,5 +1,5 @@
 //! How much faster is vectorised self-attention than the double loop of
-//! its definition (d2l §10.3, seed notebook `002`)? Median wall time of
+//! its definition (d2l §10.3, the notebook 注意力机制)? Median wall time of
 //! each for growing sequence lengths N, on the backend named by
 //! `D2L_DEVICE` (default flex).
 //!

@@ -311,7 +311,7 @@ def case_g():
             "are x_train, and each training query i uses the 49 keys/values obtained by deleting "
             "position i (d2l's (1 - eye) mask over x_train / y_train tiled 50 times). Loss per "
             "epoch = sum_i (pred_i - y_i)^2 (MSELoss(reduction='none'), then summed, exactly as "
-            "d2l-zh v2 and seed 000), full batch, SGD lr 0.5, 5 epochs. losses_per_epoch[e] is the "
+            "d2l-zh v2 and chapter10.ipynb), full batch, SGD lr 0.5, 5 epochs. losses_per_epoch[e] is the "
             "loss computed in epoch e BEFORE that epoch's step (what d2l prints); "
             "grad_w_per_epoch[e] is dLoss/dw at that point; w_after_epoch[e] is w after the step; "
             "loss_at_w_final re-evaluates the training loss with the final w. Final prediction "
@@ -445,7 +445,7 @@ def case_j():
         loss_after = run(F64)[-1]
     write("seq2seq_attention.json", {
         "description": (
-            "d2l's Seq2SeqEncoder and the seed's Seq2SeqAttentionDecoder (2-layer GRUs, no "
+            "d2l's Seq2SeqEncoder and d2l zh's Seq2SeqAttentionDecoder (as chapter10.ipynb writes it) (2-layer GRUs, no "
             "dropout, d2l's Xavier init) after torch.manual_seed(13): src vocab 7, tgt vocab 8, "
             "embed 5, hidden 6. params: torch layouts (GRU weight_ih_l{k} is (3h, in), gates r, "
             "z, n; Linear (out, in)). enc_X (3,4), enc_valid_lens, Y (3,5), Y_valid_len; the "

@@ -7,7 +7,8 @@ Run from the repository root with PyTorch 2.9.0 (CPU is enough):
 
 For each case it saves the module's state dict with torch.save (float32, as
 a reader would export it) to ../tests/golden/torch_mha/<case>.pt, and writes
-the inputs, the masks and PyTorch's outputs to
+the same state dict (its f32 values, widened), the inputs, the masks and
+PyTorch's outputs to
 ../tests/golden/torch_multihead_attention.json (the golden format of the
 README there: inputs are exact f32 values, outputs computed in float64 from
 the same f32 weights). Biases are drawn at random (PyTorch starts them at
@@ -68,14 +69,15 @@ def case(name, E, h, L, S, N, *, bias=True, kdim=None, vdim=None,
         "attn_mask": t(attn_mask) if attn_mask is not None else None,
         "attn_output": t(out), "attn_weights": t(avg),
         "attn_weights_per_head": t(per_head),
+        "state_dict": {k: t(v) for k, v in mha.float().state_dict().items()},
         "f32_vs_f64_max_abs_diff": (out32.double() - out).abs().max().item(),
     }
 
 
 def main():
     cases = {}
-    # Seed notebook 002's module: E = 10, 10 heads, sequence-first.
-    cases["seed002"] = case("seed002", 10, 10, 3, 6, 4)
+    # The module of the notebook 注意力机制: E = 10, 10 heads, sequence-first.
+    cases["notebook"] = case("notebook", 10, 10, 3, 6, 4)
     # The last two keys of batch element 1 are padding.
     pad = torch.zeros(3, 7, dtype=torch.bool)
     pad[1, 5:] = True
@@ -106,10 +108,10 @@ def main():
     cases["no_bias"] = case("no_bias", 8, 2, 3, 4, 2, bias=False,
                             batch_first=True, seed=6)
     # What PyTorch does with a query whose keys are all masked (sequence 1
-    # of the seed002 module), with and without weights requested.
+    # of the notebook's module), with and without weights requested.
     torch.manual_seed(70)
     mha = nn.MultiheadAttention(10, 10)
-    mha.load_state_dict(torch.load(os.path.join(GOLDEN, "torch_mha", "seed002.pt")))
+    mha.load_state_dict(torch.load(os.path.join(GOLDEN, "torch_mha", "notebook.pt")))
     mha.eval()
     q, k = torch.randn(3, 2, 10), torch.randn(6, 2, 10)
     pad = torch.zeros(2, 6, dtype=torch.bool)

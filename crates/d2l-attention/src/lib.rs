@@ -37,6 +37,7 @@ pub mod printing;
 pub mod random;
 pub mod rnn;
 pub mod seq2seq;
+pub mod transformer;
 
 pub use device::BackendChoice;
 pub use plot::{Axes, Cmap, HeatmapOptions, Series, Svg, plot, show_heatmaps};

@@ -123,17 +123,41 @@ impl PositionalEncoding {
     /// See [`PositionalEncoding`].
     // ANCHOR: forward
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        self.forward_at(x, 0)
+    }
+    // ANCHOR_END: forward
+
+    /// `x` (batch_size, num_steps, num_hiddens) plus the encoding of
+    /// positions `start` … `start` + num_steps − 1, then dropout: what a
+    /// decoder adds to the tokens of a later step.
+    ///
+    /// # Panics
+    /// When the positions go past max_len or the vectors of `x` are not
+    /// num_hiddens long (the message names `x`).
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Tensor};
+    /// use d2l_attention::positional_encoding::PositionalEncodingConfig;
+    ///
+    /// let device = Device::flex();
+    /// let pe = PositionalEncodingConfig::new(4).init(&device);
+    /// let all = pe.forward(Tensor::<3>::zeros([1, 3, 4], &device));
+    /// let third = pe.forward_at(Tensor::<3>::zeros([1, 1, 4], &device), 2);
+    /// assert_eq!(third.to_data(), all.narrow(1, 2, 1).to_data());
+    /// ```
+    pub fn forward_at(&self, x: Tensor<3>, start: usize) -> Tensor<3> {
         let [_, max_len, num_hiddens] = self.p.dims();
         let [batch_size, num_steps, size] = x.dims();
         assert!(
-            num_steps <= max_len && size == num_hiddens,
-            "`x` has shape {:?}, expected \
-             (batch_size, at most {max_len}, {num_hiddens})",
-            x.dims()
+            start + num_steps <= max_len && size == num_hiddens,
+            "`x` has shape {:?} at position {start}, expected \
+             (batch_size, at most {} steps, {num_hiddens})",
+            x.dims(),
+            max_len.saturating_sub(start)
         );
-        let p = self.p.clone().narrow(1, 0, num_steps);
+        let p = self.p.clone().narrow(1, start, num_steps);
         self.dropout
             .forward(x + p.expand([batch_size, num_steps, num_hiddens]))
     }
-    // ANCHOR_END: forward
 }

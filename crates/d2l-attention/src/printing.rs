@@ -5,7 +5,10 @@ use burn::tensor::Tensor;
 
 /// Formats a tensor as nested rows, like a printed PyTorch tensor:
 /// `[[0.1000, 0.2000], [0.3000, 0.4000]]` (inner rows on lines of their
-/// own), with `decimals` digits after the point.
+/// own), with `decimals` digits after the point. A row too long for
+/// PyTorch's line width of 80 wraps as PyTorch wraps it (`_vector_str` in
+/// `torch/_tensor_str.py`): as many numbers to a line as fit their widest
+/// one, continuation lines under the row's first number.
 ///
 /// # Panics
 /// When the tensor cannot be read back from its device.
@@ -17,6 +20,13 @@ use burn::tensor::Tensor;
 ///
 /// let x = Tensor::<2>::from_floats([[0.1, 0.2], [0.3, 0.4]], &Device::flex());
 /// assert_eq!(format_tensor(x, 2), "[[0.10, 0.20],\n [0.30, 0.40]]");
+///
+/// // 12 numbers of 6 characters: 9 fit in a line indented by 1.
+/// let row = Tensor::<2>::ones([1, 12], &Device::flex());
+/// let text = format_tensor(row, 4);
+/// let lines: Vec<&str> = text.lines().collect();
+/// assert_eq!(lines[0], format!("[[{}1.0000,", "1.0000, ".repeat(8)));
+/// assert_eq!(lines[1], "  1.0000, 1.0000, 1.0000]]");
 /// ```
 pub fn format_tensor<const D: usize>(
     tensor: Tensor<D>,
@@ -36,7 +46,7 @@ fn nest(
     depth: usize,
 ) -> String {
     if dims.len() <= 1 {
-        return format_row(values, decimals);
+        return wrapped_row(values, decimals, depth);
     }
     let chunk = values.len() / dims[0].max(1);
     let rows: Vec<String> = values
@@ -45,6 +55,22 @@ fn nest(
         .collect();
     let sep = format!(",\n{}", " ".repeat(depth + 1));
     format!("[{}]", rows.join(&sep))
+}
+
+/// PyTorch's default print width (`torch.set_printoptions(linewidth=80)`).
+const LINE_WIDTH: usize = 80;
+
+/// A row of numbers whose `[` stands in column `indent`, wrapped to
+/// [`LINE_WIDTH`] as PyTorch's `_vector_str` wraps it.
+fn wrapped_row(values: &[f32], decimals: usize, indent: usize) -> String {
+    let items: Vec<String> =
+        values.iter().map(|v| format!("{v:.decimals$}")).collect();
+    let width = items.iter().map(String::len).max().unwrap_or(0) + 2;
+    let per_line = (LINE_WIDTH.saturating_sub(indent) / width).max(1);
+    let lines: Vec<String> =
+        items.chunks(per_line).map(|line| line.join(", ")).collect();
+    let sep = format!(",\n{}", " ".repeat(indent + 1));
+    format!("[{}]", lines.join(&sep))
 }
 
 /// Formats a slice of numbers like a printed tensor row: `[0.1000, 0.2000]`,

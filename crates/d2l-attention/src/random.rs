@@ -130,5 +130,6 @@ pub fn seeded_multihead(
         w_v: linear(2),
         w_o: linear(3),
         num_heads,
+        additive: None,
     }
 }

@@ -8,8 +8,10 @@ use burn::prelude::Config;
 use burn::tensor::{Device, Tensor, activation::sigmoid};
 
 /// d2l initialises every weight matrix of the seq2seq models with
-/// Xavier-uniform (`xavier_init_weights`); burn applies it to biases too.
-pub(crate) const XAVIER: Initializer = Initializer::XavierUniform { gain: 1.0 };
+/// Xavier-uniform (`xavier_init_weights`, applied by its `train_seq2seq`
+/// to every linear and GRU layer); burn applies it to biases too, where
+/// d2l keeps PyTorch's.
+pub const XAVIER: Initializer = Initializer::XavierUniform { gain: 1.0 };
 
 /// Configuration of a [`StackedGru`]: torch's `nn.GRU(input_size,
 /// num_hiddens, num_layers, dropout)`.

@@ -39,7 +39,7 @@ impl ModuleMapper for SeededInit {
     }
 }
 
-/// The shape check of seed notebook 000, In[28].
+/// The shape check of d2l zh §10.4, `chapter10.ipynb` In[28].
 #[test]
 fn shapes_match_the_seed() {
     let device = Device::flex();

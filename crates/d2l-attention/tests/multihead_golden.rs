@@ -31,6 +31,7 @@ fn model(g: &Value, device: &Device) -> MultiHeadAttention {
         w_v: linear(&g["W_v"], device),
         w_o: linear(&g["W_o"], device),
         num_heads: g["num_heads"].as_u64().unwrap() as usize,
+        additive: None,
     }
 }
 

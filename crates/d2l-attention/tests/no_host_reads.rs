@@ -26,8 +26,10 @@ use d2l_attention::attention_scoring::*;
 use d2l_attention::bahdanau::Seq2SeqConfig;
 use d2l_attention::machine_translation::Batch;
 use d2l_attention::seq2seq::{
-    TrainConfig, grad_clipping, masked_softmax_ce_loss, train_batch,
+    Decoder, Encoder, EncoderDecoder, TrainConfig, grad_clipping,
+    masked_softmax_ce_loss, train_batch,
 };
+use d2l_attention::transformer::TransformerConfig;
 
 /// Runs `f` in a capture scope; returns its panic message, if any.
 fn captured(f: impl FnOnce(&Device)) -> Option<String> {
@@ -116,16 +118,42 @@ fn attention_forward_passes_read_nothing() {
     assert_eq!(message, None);
 }
 
+/// A model's forward pass and its loss on captured inputs.
+fn forward_and_loss<E: Encoder, D: Decoder<E::Output>>(
+    model: EncoderDecoder<E, D>,
+    device: &Device,
+) {
+    let x = computed_ints([4, 7], 10, device);
+    let y = computed_ints([4, 6], 12, device);
+    let decoded =
+        model.forward(x, y.clone(), Some(lens(&[7, 3, 5, 1], device)));
+    masked_softmax_ce_loss(decoded.output, y, &lens(&[6, 2, 0, 4], device));
+}
+
+/// A training step on captured inputs, which must reach `backward` (which
+/// capture cannot do) with no read before it.
+fn training_step<E: Encoder, D: Decoder<E::Output>>(
+    model: EncoderDecoder<E, D>,
+    device: &Device,
+) {
+    let batch = Batch {
+        x: computed_ints([4, 7], 10, device),
+        x_valid_len: lens(&[7, 3, 5, 1], device),
+        y: computed_ints([4, 6], 12, device),
+        y_valid_len: lens(&[6, 2, 3, 4], device),
+    };
+    let config = TrainConfig::new();
+    let mut optimizer = config.optimizer.init();
+    let _ = train_batch(model, &mut optimizer, batch, 1, &config);
+}
+
+const BACKWARD: Option<&str> = Some("Capture tensors do not support autodiff");
+
 #[test]
 fn the_bahdanau_model_and_its_loss_read_nothing() {
     let message = captured(|device| {
-        let model = Seq2SeqConfig::new(10, 12, 8, 16, 2)
-            .with_dropout(0.1)
-            .init(device);
-        let x = computed_ints([4, 7], 10, device);
-        let valid_lens = lens(&[7, 3, 5, 1], device);
-        let decoded = model.forward(x.clone(), x.clone(), Some(valid_lens));
-        masked_softmax_ce_loss(decoded.output, x, &lens(&[7, 2, 0, 4], device));
+        let model = Seq2SeqConfig::new(10, 12, 8, 16, 2).with_dropout(0.1);
+        forward_and_loss(model.init(device), device);
     });
     assert_eq!(message, None);
 }
@@ -134,24 +162,32 @@ fn the_bahdanau_model_and_its_loss_read_nothing() {
 fn a_training_step_reads_nothing_before_its_backward_pass() {
     let message = captured(|device| {
         let device = device.clone().autodiff();
-        let model = Seq2SeqConfig::new(10, 12, 8, 16, 2)
-            .with_dropout(0.1)
-            .init(&device);
-        let batch = Batch {
-            x: computed_ints([4, 7], 10, &device),
-            x_valid_len: lens(&[7, 3, 5, 1], &device),
-            y: computed_ints([4, 6], 12, &device),
-            y_valid_len: lens(&[6, 2, 3, 4], &device),
-        };
-        let config = TrainConfig::new();
-        let mut optimizer = config.optimizer.init();
-        let _ = train_batch(model, &mut optimizer, batch, 1, &config);
+        let model = Seq2SeqConfig::new(10, 12, 8, 16, 2).with_dropout(0.1);
+        training_step(model.init(&device), &device);
     });
-    // Reached `backward` (which capture cannot do) with no read before it.
-    assert_eq!(
-        message.as_deref(),
-        Some("Capture tensors do not support autodiff")
-    );
+    assert_eq!(message.as_deref(), BACKWARD);
+}
+
+/// The encoder, the decoder in training mode (dropout on, an autodiff
+/// device) and the loss.
+#[test]
+fn the_transformer_and_its_loss_read_nothing() {
+    let message = captured(|device| {
+        forward_and_loss(TransformerConfig::new(10, 12).init(device), device);
+        let device = device.clone().autodiff();
+        let model = TransformerConfig::new(10, 12).init(&device);
+        forward_and_loss(model, &device);
+    });
+    assert_eq!(message, None);
+}
+
+#[test]
+fn a_transformer_training_step_reads_nothing_before_its_backward_pass() {
+    let message = captured(|device| {
+        let device = device.clone().autodiff();
+        training_step(TransformerConfig::new(10, 12).init(&device), &device);
+    });
+    assert_eq!(message.as_deref(), BACKWARD);
 }
 
 #[test]

@@ -77,7 +77,7 @@ fn an_odd_size_ends_in_a_sine_column() {
 
 #[test]
 #[should_panic(
-    expected = "`x` has shape [1, 11, 4], expected (batch_size, at most 10, 4)"
+    expected = "`x` has shape [1, 11, 4] at position 0, expected (batch_size, at most 10 steps, 4)"
 )]
 fn a_sequence_longer_than_max_len_is_refused() {
     let device = Device::flex();

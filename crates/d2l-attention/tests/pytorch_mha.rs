@@ -6,10 +6,12 @@
 
 mod common;
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use burn::tensor::{Bool, Device, Shape, Tensor, TensorData};
 use common::{array, assert_close, devices, float, golden};
+use d2l_attention::device::BackendChoice;
 use d2l_attention::multihead_attention::*;
 use d2l_attention::random::randn;
 use serde_json::Value;
@@ -20,17 +22,17 @@ fn bools<const D: usize>(v: &Value, device: &Device) -> Tensor<D, Bool> {
     Tensor::from_data(TensorData::new(data, Shape::from(shape)), device)
 }
 
-/// PyTorch's (L, S) masks apply to every sequence and head: (1, L, S).
+/// The generator's mask, in PyTorch's own shape: (L, S) or (N·h, L, S).
 fn attn_mask(v: &Value, device: &Device) -> Option<AttnMask> {
     if v.is_null() {
         return None;
     }
     let rank2 = array(v).0.len() == 2;
     Some(match (v["dtype"] == "bool", rank2) {
-        (true, true) => AttnMask::Bool(bools::<2>(v, device).unsqueeze()),
-        (true, false) => AttnMask::Bool(bools::<3>(v, device)),
-        (false, true) => AttnMask::Float(float::<2>(v, device).unsqueeze()),
-        (false, false) => AttnMask::Float(float::<3>(v, device)),
+        (true, true) => bools::<2>(v, device).into(),
+        (true, false) => bools::<3>(v, device).into(),
+        (false, true) => float::<2>(v, device).into(),
+        (false, false) => float::<3>(v, device).into(),
     })
 }
 
@@ -41,52 +43,170 @@ fn load(name: &str, num_heads: usize, device: &Device) -> MultiHeadAttention {
     MultiHeadAttention::from_pytorch(&path, num_heads, device).unwrap()
 }
 
-#[test]
-fn every_case_matches_pytorch_on_every_backend() {
+/// A case's state dict as the generator wrote it into the JSON, as host
+/// tensors: f64 values when `wide`, else f32.
+fn state_dict(c: &Value, wide: bool) -> HashMap<String, TensorData> {
+    let dict = c["state_dict"].as_object().unwrap();
+    let data = |v: &Value| {
+        let (shape, values) = array(v);
+        match wide {
+            true => TensorData::new(values, Shape::from(shape)),
+            false => {
+                let values: Vec<f32> =
+                    values.iter().map(|&x| x as f32).collect();
+                TensorData::new(values, Shape::from(shape))
+            }
+        }
+    };
+    dict.iter().map(|(k, v)| (k.clone(), data(v))).collect()
+}
+
+/// How the layer is loaded in a comparison with PyTorch.
+#[derive(Clone, Copy, Debug)]
+enum Source {
+    /// `from_pytorch`, from the `.pt` file.
+    File,
+    /// `from_pytorch_tensors`, from f32 or (when true) f64 tensors in memory.
+    Memory(bool),
+}
+
+/// Runs every case of the generator with the layer loaded from `source`,
+/// and returns the largest deviation from PyTorch.
+fn compare_every_case(
+    source: Source,
+    device: &Device,
+    backend: BackendChoice,
+) -> f64 {
     let g = golden("torch_multihead_attention.json");
     let cases = g["cases"].as_object().unwrap();
     assert_eq!(cases.len(), 7);
-    for (backend, device) in devices() {
-        let mut worst = 0.0f64;
-        for (name, c) in cases {
-            let num_heads = c["num_heads"].as_u64().unwrap() as usize;
-            let mha = load(name, num_heads, &device);
-            assert_eq!(mha.w_o.bias.is_some(), c["bias"].as_bool().unwrap());
-            let out = mha.forward_pytorch(PytorchMhaInput {
-                query: float(&c["query"], &device),
-                key: float(&c["key"], &device),
-                value: float(&c["value"], &device),
-                batch_first: c["batch_first"].as_bool().unwrap(),
-                key_padding_mask: (!c["key_padding_mask"].is_null())
-                    .then(|| bools(&c["key_padding_mask"], &device)),
-                attn_mask: attn_mask(&c["attn_mask"], &device),
-            });
-            let what = |t: &str| format!("{backend} {name} {t}");
-            worst = worst
-                .max(assert_close(
-                    &what("attn_output"),
-                    out.attn_output,
-                    &c["attn_output"],
-                    1e-5,
-                    1e-5,
-                ))
-                .max(assert_close(
-                    &what("attn_weights"),
-                    out.attn_weights,
-                    &c["attn_weights"],
-                    1e-5,
-                    1e-5,
-                ))
-                .max(assert_close(
-                    &what("attn_weights_per_head"),
-                    out.attn_weights_per_head,
-                    &c["attn_weights_per_head"],
-                    1e-5,
-                    1e-5,
-                ));
+    let mut worst = 0.0f64;
+    for (name, c) in cases {
+        let num_heads = c["num_heads"].as_u64().unwrap() as usize;
+        let mha = match source {
+            Source::File => load(name, num_heads, device),
+            Source::Memory(wide) => MultiHeadAttention::from_pytorch_tensors(
+                &state_dict(c, wide),
+                num_heads,
+                device,
+            )
+            .unwrap(),
+        };
+        assert_eq!(mha.w_o.bias.is_some(), c["bias"].as_bool().unwrap());
+        let out = mha.forward_pytorch(PytorchMhaInput {
+            query: float(&c["query"], device),
+            key: float(&c["key"], device),
+            value: float(&c["value"], device),
+            batch_first: c["batch_first"].as_bool().unwrap(),
+            key_padding_mask: (!c["key_padding_mask"].is_null())
+                .then(|| bools(&c["key_padding_mask"], device)),
+            attn_mask: attn_mask(&c["attn_mask"], device),
+        });
+        let what = |t: &str| format!("{backend} {source:?} {name} {t}");
+        for (t, got) in [
+            ("attn_output", out.attn_output),
+            ("attn_weights", out.attn_weights),
+        ] {
+            worst = worst.max(assert_close(&what(t), got, &c[t], 1e-5, 1e-5));
         }
+        worst = worst.max(assert_close(
+            &what("attn_weights_per_head"),
+            out.attn_weights_per_head,
+            &c["attn_weights_per_head"],
+            1e-5,
+            1e-5,
+        ));
+    }
+    worst
+}
+
+#[test]
+fn every_case_matches_pytorch_on_every_backend() {
+    for (backend, device) in devices() {
+        let worst = compare_every_case(Source::File, &device, backend);
         eprintln!("{backend}: largest deviation from PyTorch {worst:e}");
     }
+}
+
+/// The state dicts in memory (f32 and f64), keyed by PyTorch's names, load
+/// the layers the files do: the same outputs as PyTorch in every case.
+#[test]
+fn a_state_dict_in_memory_loads_like_the_file() {
+    for (backend, device) in devices() {
+        for wide in [false, true] {
+            let worst =
+                compare_every_case(Source::Memory(wide), &device, backend);
+            eprintln!("{backend} in memory (f64: {wide}): {worst:e}");
+        }
+    }
+}
+
+#[test]
+fn a_state_dict_in_memory_that_does_not_fit_names_the_tensor() {
+    let g = golden("torch_multihead_attention.json");
+    let mut dict = state_dict(&g["cases"]["no_bias"], false);
+    let device = Device::flex();
+    let weight = dict.remove("out_proj.weight").unwrap();
+    dict.insert(
+        "out_proj.weight".into(),
+        TensorData::new(vec![0i64; 64], [8, 8]),
+    );
+    let err = MultiHeadAttention::from_pytorch_tensors(&dict, 2, &device);
+    assert_eq!(
+        err.unwrap_err().to_string(),
+        "`out_proj.weight` has shape [8, 8] and type I64, expected float32 or float64"
+    );
+    dict.insert("out_proj.weight".into(), weight);
+    dict.insert(
+        "in_proj_weight".into(),
+        TensorData::new(vec![0f32; 8], [2, 4]),
+    );
+    let err = MultiHeadAttention::from_pytorch_tensors(&dict, 2, &device);
+    assert_eq!(
+        err.unwrap_err().to_string(),
+        "`in_proj_weight` has shape [2, 4] and type F32, expected [24, 8] of float32 or float64"
+    );
+}
+
+/// Masks in shapes PyTorch refuses are refused too, naming the argument.
+#[test]
+fn a_mask_of_the_wrong_shape_panics_naming_it() {
+    let device = Device::flex();
+    let mha = load("causal", 4, &device);
+    // (L, N, E) = (5, 2, 8), S = 5, 4 heads.
+    let input = |key_padding_mask, attn_mask| PytorchMhaInput {
+        query: randn([5, 2, 8], 1, &device),
+        key: randn([5, 2, 8], 2, &device),
+        value: randn([5, 2, 8], 3, &device),
+        batch_first: false,
+        key_padding_mask,
+        attn_mask,
+    };
+    let causal = Tensor::<2, Bool>::triu_mask([5, 4], 1, &device);
+    let message = common::panic_message(|| {
+        mha.forward_pytorch(input(None, Some(causal.into())));
+    });
+    assert_eq!(
+        message,
+        "`attn_mask` has shape [1, 5, 4], expected (L, S) = [5, 5] or \
+         (N·num_heads, L, S) = [8, 5, 5]"
+    );
+    let per_sequence = Tensor::<3>::zeros([2, 5, 5], &device);
+    let message = common::panic_message(|| {
+        mha.forward_pytorch(input(None, Some(per_sequence.into())));
+    });
+    assert!(
+        message.starts_with("`attn_mask` has shape [2, 5, 5]"),
+        "{message}"
+    );
+    let padding = Tensor::<2, Bool>::empty([5, 2], &device);
+    let message = common::panic_message(|| {
+        mha.forward_pytorch(input(Some(padding), None));
+    });
+    assert_eq!(
+        message,
+        "`key_padding_mask` has shape [5, 2], expected (N, S) = [2, 5]"
+    );
 }
 
 /// PyTorch gives NaN for a query whose keys are all masked; ours gives
@@ -172,7 +292,7 @@ fn pytorch_s_answer_for_an_all_masked_query_is_nan_or_its_output_bias() {
     assert_eq!(facts["output_nan_with_weights"], true);
     assert_eq!(facts["output_nan_without_weights"], false);
     let device = Device::flex();
-    let bias = load("seed002", 10, &device).w_o.bias.unwrap().val();
+    let bias = load("notebook", 10, &device).w_o.bias.unwrap().val();
     let (shape, out) = array(&facts["output_without_weights"]);
     assert_eq!(shape, [3, 10]);
     let bias = bias.try_into_vec_as::<f64>().unwrap();

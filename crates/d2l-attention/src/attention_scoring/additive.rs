@@ -32,9 +32,7 @@ pub struct AdditiveAttentionConfig {
     pub dropout: f64,
     /// How the three weight matrices start (default: burn's `Linear`
     /// default, which is torch's).
-    #[config(
-        default = "Initializer::KaimingUniform { gain: 1.0 / 3.0f64.sqrt(), fan_out_only: false }"
-    )]
+    #[config(default = "super::TORCH_LINEAR")]
     pub initializer: Initializer,
 }
 

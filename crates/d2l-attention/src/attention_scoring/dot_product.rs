@@ -1,5 +1,6 @@
 //! Scaled dot-product attention (d2l zh §10.3.3, en §11.3.3), bilinear
-//! scores, and self-attention as a loop and vectorised (seed notebook `002`).
+//! scores, and self-attention as a loop and vectorised (the notebook
+//! 注意力机制).
 
 use burn::module::Module;
 use burn::nn::{Dropout, DropoutConfig};

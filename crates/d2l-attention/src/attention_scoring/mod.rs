@@ -1,6 +1,6 @@
 //! Attention scoring functions (d2l zh §10.3, en §11.3): masked softmax,
 //! additive, dot-product and bilinear scores, and self-attention written
-//! as a double loop and vectorised (seed notebook `002`).
+//! as a double loop and vectorised (the notebook 注意力机制).
 //!
 //! Misuse panics, as in burn's own layers: a tensor of the wrong shape, or
 //! a valid length past the number of keys, stops the call with a message
@@ -17,8 +17,24 @@ pub use dot_product::{
 };
 pub use masking::{ValidLens, masked_softmax, masked_softmax_by};
 
-use burn::nn::{Dropout, Linear};
+use burn::nn::{Dropout, Initializer, Linear};
 use burn::tensor::Tensor;
+
+/// burn's default `Linear` initialisation (PyTorch's): Kaiming-uniform
+/// with gain 1/√3, which draws weights and biases from U(±1/√fan_in).
+///
+/// # Examples
+/// ```
+/// use burn::nn::{Initializer, LinearConfig};
+/// use d2l_attention::attention_scoring::TORCH_LINEAR;
+///
+/// let Initializer::KaimingUniform { gain, .. } = LinearConfig::new(1, 1).initializer else { panic!() };
+/// assert!(matches!(TORCH_LINEAR, Initializer::KaimingUniform { gain: g, fan_out_only: false } if g == gain));
+/// ```
+pub const TORCH_LINEAR: Initializer = Initializer::KaimingUniform {
+    gain: 0.577_350_269_189_625_8,
+    fan_out_only: false,
+};
 
 /// The value d2l's `sequence_mask` writes into masked scores before the
 /// softmax. Finite on purpose: exp(−10⁶ − max) underflows to exactly 0,

@@ -39,9 +39,9 @@ fn module_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
 }
 
 fn shapes_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: shapes
     let attention =
         MultiHeadAttentionConfig::new(100, 100, 100, 100, 5).init(device);
-    // ANCHOR: shapes
     let (batch_size, num_queries, num_kvpairs) = (2, 4, 6);
     let valid_lens = ValidLens::new(&[3, 2], device);
     let x = Tensor::<3>::ones([batch_size, num_queries, 100], device);
@@ -95,11 +95,11 @@ fn heads_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
 
 fn pytorch_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: pytorch
-    // Seed notebook 002's module, saved from PyTorch with
-    // torch.save(mha.state_dict(), "seed002.pt"): embed_dim 10, 10 heads.
+    // The module of the notebook 注意力机制, saved from PyTorch with
+    // torch.save(mha.state_dict(), "notebook.pt"): embed_dim 10, 10 heads.
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/golden/torch_mha/seed002.pt"
+        "/tests/golden/torch_mha/notebook.pt"
     );
     let mha = MultiHeadAttention::from_pytorch(path.as_ref(), 10, device)?;
     let (l, n, e, s) = (3, 4, 10, 6);
@@ -232,7 +232,7 @@ mod tests {
         assert!(text.contains("0.5"), "{text}");
     }
 
-    /// The seed's shape check: [2, 4, 100], on every backend.
+    /// d2l's shape check: [2, 4, 100], on every backend.
     #[test]
     fn the_shape_check_prints_d2l_s_shapes() {
         for backend in BackendChoice::compiled_cpu_backends() {

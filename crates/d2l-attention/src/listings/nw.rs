@@ -79,8 +79,8 @@ fn nonparametric_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let prediction = plot_kernel_reg(&data, y_hat)?;
     let heatmap = show_heatmaps(
         &attention_weights.unsqueeze::<4>(),
-        "Sorted training inputs",
-        "Sorted testing inputs",
+        "Training inputs, sorted (index)",
+        "Test inputs, sorted (index)",
         HeatmapOptions::default(),
     )?;
     // ANCHOR_END: nonparametric_demo
@@ -160,14 +160,14 @@ fn run(data: &Dataset, w0: f32, lr: f64, epochs: usize) -> anyhow::Result<Run> {
     Ok((model, w0, logs))
 }
 
-/// d2l's run: w from a seeded N(0, 1) draw (the seed notebook's
+/// The run of `chapter10.ipynb`: w from a seeded N(0, 1) draw (its
 /// `torch.randn((1,))`), learning rate 0.5, 5 epochs.
-fn d2l_run(data: &Dataset) -> anyhow::Result<Run> {
+fn notebook_run(data: &Dataset) -> anyhow::Result<Run> {
     let w0 = randn([1], SEED, &data.x_train.device()).into_scalar::<f32>();
     run(data, w0, 0.5, 5)
 }
 
-/// The blog's run: w ~ U(0, 1), learning rate 0.01, 50 epochs.
+/// The blog post's run: w ~ U(0, 1), learning rate 0.01, 50 epochs.
 fn blog_run(data: &Dataset) -> anyhow::Result<Run> {
     let w0 = rand([1], SEED, &data.x_train.device()).into_scalar::<f32>();
     run(data, w0, 0.01, 50)
@@ -200,8 +200,8 @@ fn test_and_draw(
     out.figure(name, plot_kernel_reg(data, y_hat)?);
     let heatmap = show_heatmaps(
         &weights.unsqueeze::<4>(),
-        "Sorted training inputs",
-        "Sorted testing inputs",
+        "Training inputs, sorted (index)",
+        "Test inputs, sorted (index)",
         HeatmapOptions::default(),
     )?;
     out.figure(&format!("{name}-heatmap"), heatmap);
@@ -212,14 +212,14 @@ fn test_and_draw(
 fn parametric_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: parametric
     let data = Dataset::generate(50, SEED, &device.clone().autodiff());
-    let d2l = d2l_run(&data)?;
-    writeln!(out, "start: w {:.4}", d2l.1)?;
-    for log in &d2l.2 {
+    let notebook = notebook_run(&data)?;
+    writeln!(out, "start: w {:.4}", notebook.1)?;
+    for log in &notebook.2 {
         // the loss at the start of the epoch, w after its step
         let (epoch, loss, w) = (log.epoch, log.loss, log.w);
         writeln!(out, "epoch {epoch}, loss {loss:.6}, w {w:.4}")?;
     }
-    test_and_draw(&d2l, &data, "nw-parametric", out)?;
+    test_and_draw(&notebook, &data, "nw-parametric", out)?;
     // ANCHOR_END: parametric
     Ok(())
 }
@@ -271,14 +271,18 @@ fn landscape_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let mut series =
         vec![Series::line(&to_f64(&ws), &to_f64(&losses)).label("loss(w)")];
     let runs = [
-        ("d2l", d2l_run(&data)?, RGBColor(214, 39, 40)),
+        (
+            "chapter10.ipynb",
+            notebook_run(&data)?,
+            RGBColor(214, 39, 40),
+        ),
         ("blog", blog_run(&data)?, RGBColor(44, 160, 44)),
     ];
     for (name, (model, w0, logs), color) in runs {
         let w = model.w();
         writeln!(
             out,
-            "{name:>4} run ends at w = {w:.2}: leave-one-out loss {:.2}",
+            "{name:>15} run ends at w = {w:.2}: leave-one-out loss {:.2}",
             loo(w)?
         )?;
         // each epoch's loss was computed at the w it started from
@@ -344,8 +348,8 @@ fn compare_kernels(
     let grid = Tensor::cat(weights, 0).unsqueeze::<4>();
     let heatmaps = show_heatmaps(
         &grid,
-        "Training inputs",
-        "Test inputs",
+        "Training inputs, sorted (index)",
+        "Test inputs, sorted (index)",
         HeatmapOptions {
             titles: Some(titles),
             figsize: (10.0, 3.0),
@@ -528,17 +532,17 @@ mod tests {
     }
 
     /// The page's reading of the loss landscape: the minimum lies near
-    /// w = 3.4, d2l's run ends far past it with a higher leave-one-out loss
-    /// than the blog's run.
+    /// w = 3.4, the `chapter10.ipynb` run ends far past it with a higher
+    /// leave-one-out loss than the blog post's run.
     #[test]
     fn the_leave_one_out_loss_is_lowest_near_w_3() {
         let out = run("nw-loss-landscape", &Device::flex());
         let lines: Vec<&str> = out.text().lines().collect();
         let lowest = numbers(lines[0]);
         assert!((2.5..4.5).contains(&lowest[1]), "{lowest:?}");
-        let (d2l, blog) = (numbers(lines[1]), numbers(lines[2]));
-        assert!(d2l[0] > 10.0 && blog[0] < 4.0, "{d2l:?} {blog:?}");
-        assert!(d2l[1] > blog[1] && blog[1] > lowest[0], "{d2l:?} {blog:?}");
+        let (nb, blog) = (numbers(lines[1]), numbers(lines[2]));
+        assert!(nb[0] > 10.0 && blog[0] < 4.0, "{nb:?} {blog:?}");
+        assert!(nb[1] > blog[1] && blog[1] > lowest[0], "{nb:?} {blog:?}");
     }
 
     /// Exercise 3's answer: the chosen σ is narrower than 1 (1 / 3.4 from

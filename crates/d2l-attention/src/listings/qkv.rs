@@ -74,7 +74,7 @@ const QUERY: RGBColor = RGBColor(0xfd, 0xe0, 0xd2);
 const VALUE: RGBColor = RGBColor(0xde, 0xeb, 0xf7);
 
 /// The identity as attention weights: each query attends only to the key
-/// with its own index (d2l zh §10.1.3, seed notebook In[4]).
+/// with its own index (d2l zh §10.1.3, `chapter10.ipynb` In[4]).
 fn eye(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: eye
     let attention_weights =

@@ -164,13 +164,17 @@ fn table_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         ),
         ("bilinear      kᵀ W q", bilinear_scores(queries, keys, w)),
     ];
+    // a matrix after a label of 10 columns, its second row under its first
+    let show = |matrix: Tensor<3>| {
+        format_tensor(matrix.squeeze::<2>(), 3).replace('\n', "\n          ")
+    };
     for (name, scores) in table {
         let weights = masked_softmax(scores.clone(), None);
         writeln!(
             out,
             "{name}\n  scores  {}\n  weights {}",
-            format_tensor(scores.squeeze::<2>(), 3),
-            format_tensor(weights.squeeze::<2>(), 3)
+            show(scores),
+            show(weights)
         )?;
     }
     // ANCHOR_END: table_demo

@@ -84,10 +84,12 @@ fn matrix_form_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
 // ANCHOR: costs
 /// Multiply-adds, sequential steps and the longest path between two
 /// tokens for a layer over n tokens of size d (d2l zh table 10.6):
-/// a convolution of width k, a recurrent layer, self-attention.
+/// a convolution of width k ≥ 2, a recurrent layer, self-attention. Each
+/// convolution reaches k − 1 positions further, so ⌈(n − 1)/(k − 1)⌉
+/// stacked layers connect the first token with the last: O(n/k).
 fn costs(n: usize, d: usize, k: usize) -> [(&'static str, [usize; 3]); 3] {
     [
-        ("CNN", [k * n * d * d, 1, n.div_ceil(k)]),
+        ("CNN", [k * n * d * d, 1, (n - 1).div_ceil(k - 1)]),
         ("RNN", [n * d * d, n, n]),
         ("self-attention", [n * n * d, 1, 1]),
     ]
@@ -346,7 +348,11 @@ mod tests {
     #[test]
     fn the_costs_follow_the_table_s_orders() {
         let [(_, cnn), (_, rnn), (_, sa)] = costs(256, 64, 3);
-        assert_eq!(cnn, [3 * 256 * 64 * 64, 1, 86]);
+        // 128 layers of width 3 reach 1 + 2 · 128 = 257 ≥ 256 tokens, 127
+        // reach only 255
+        assert_eq!(cnn, [3 * 256 * 64 * 64, 1, 128]);
+        // with k = 2 each layer adds one token: n − 1 layers
+        assert_eq!(costs(10, 64, 2)[0].1[2], 9);
         assert_eq!(rnn, [256 * 64 * 64, 256, 256]);
         assert_eq!(sa, [256 * 256 * 64, 1, 1]);
         // The curves cross where the figure's caption says: n = 64 = d

@@ -4,7 +4,7 @@
 //! PyTorch's `nn.MultiheadAttention` and burn's own module.
 
 use burn::module::Module;
-use burn::nn::{Linear, LinearConfig};
+use burn::nn::{Initializer, Linear, LinearConfig};
 use burn::prelude::Config;
 use burn::tensor::{Device, Tensor};
 
@@ -15,7 +15,8 @@ pub use pytorch::{
 };
 
 use crate::attention_scoring::{
-    DotProductAttention, DotProductAttentionConfig, ValidLens, check_fits,
+    AdditiveAttention, AdditiveAttentionConfig, DotProductAttention,
+    DotProductAttentionConfig, TORCH_LINEAR, ValidLens, check_fits,
 };
 
 /// Configuration of [`MultiHeadAttention`]; d2l's
@@ -53,6 +54,15 @@ pub struct MultiHeadAttentionConfig {
     /// `nn.MultiheadAttention` and burn's module: yes).
     #[config(default = false)]
     pub bias: bool,
+    /// How the four projections start: burn's `Linear` default (PyTorch's)
+    /// unless a model trains from d2l's Xavier initialisation.
+    #[config(default = "TORCH_LINEAR")]
+    pub initializer: Initializer,
+    /// When set, every head scores with additive attention of this many
+    /// hidden units over its num_hiddens / num_heads features, instead of
+    /// scaled dot products (d2l en §11.7, exercise 3).
+    #[config(default = "None")]
+    pub additive_hiddens: Option<usize>,
 }
 
 impl MultiHeadAttentionConfig {
@@ -81,6 +91,7 @@ impl MultiHeadAttentionConfig {
         let linear = |d_input| {
             LinearConfig::new(d_input, n)
                 .with_bias(self.bias)
+                .with_initializer(self.initializer.clone())
                 .init(device)
         };
         MultiHeadAttention {
@@ -92,6 +103,12 @@ impl MultiHeadAttentionConfig {
             w_v: linear(self.value_size),
             w_o: linear(n),
             num_heads: h,
+            additive: self.additive_hiddens.map(|hiddens| {
+                AdditiveAttentionConfig::new(n / h, n / h, hiddens)
+                    .with_dropout(self.dropout)
+                    .with_initializer(self.initializer.clone())
+                    .init(device)
+            }),
         }
     }
 }
@@ -131,6 +148,9 @@ pub struct MultiHeadAttention {
     pub w_o: Linear,
     /// Number of heads.
     pub num_heads: usize,
+    /// Additive scoring for every head, in place of `attention`'s scaled
+    /// dot products, if configured.
+    pub additive: Option<AdditiveAttention>,
 }
 
 /// What [`MultiHeadAttention::forward`] returns.
@@ -196,9 +216,17 @@ impl MultiHeadAttention {
         // Row i·num_heads + j is head j of sequence i: it needs sequence
         // i's lengths.
         let valid_lens = valid_lens.map(|lens| lens.repeat_interleave(h));
-        let attended =
-            self.attention
-                .forward(queries, keys, values, valid_lens.as_ref());
+        let attended = match &self.additive {
+            Some(additive) => {
+                additive.forward(queries, keys, values, valid_lens.as_ref())
+            }
+            None => self.attention.forward(
+                queries,
+                keys,
+                values,
+                valid_lens.as_ref(),
+            ),
+        };
         let num_keys = attended.attention_weights.dims()[2];
         MultiHeadAttended {
             output: self.w_o.forward(transpose_output(attended.output, h)),

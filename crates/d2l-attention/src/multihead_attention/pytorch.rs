@@ -1,6 +1,6 @@
 //! PyTorch's `torch.nn.MultiheadAttention` in the book's layer: its
-//! weights, read from a state dict saved with `torch.save`, its
-//! sequence-first layout and its two kinds of mask.
+//! weights, from a state dict saved with `torch.save` or already in memory,
+//! its sequence-first layout and its two kinds of mask.
 //!
 //! PyTorch packs the three input projections into one `in_proj_weight`
 //! (3·embed_dim, embed_dim) = [W_q; W_k; W_v] with one `in_proj_bias`, unless
@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 
 use burn::module::Param;
 use burn::nn::Linear;
-use burn::store::pytorch_reader::{self, DType, PytorchError, PytorchReader};
-use burn::tensor::{Bool, Device, Tensor, TensorData};
+use burn::store::bridge;
+use burn::store::pytorch_reader::{PytorchError, PytorchReader};
+use burn::tensor::{Bool, DType, Device, Tensor, TensorData};
 
 use super::*;
 use crate::attention_scoring::{MASK_VALUE, masked_softmax_by, pool};
@@ -63,37 +64,84 @@ pub enum PytorchLoadError {
         /// What was expected, in words.
         expected: String,
     },
-    /// A tensor's values could not be read.
+    /// A tensor's values could not be read (from the file, or converted
+    /// to f32).
     #[error("cannot read the values of `{name}`")]
     Values {
         /// The tensor's name.
         name: String,
-        /// What the system said.
+        /// What the reader or the conversion said.
         #[source]
         source: std::io::Error,
     },
 }
 
-/// PyTorch's `attn_mask`.
+/// PyTorch's `attn_mask`, boolean or float, in either of PyTorch's shapes:
+/// (L, S) for all sequences and heads, or (N·num_heads, L, S) with row
+/// n·num_heads + head for head `head` of sequence `n`. Build it from a
+/// tensor of either rank with `into()`; a 2-D mask is kept as (1, L, S).
 ///
 /// # Examples
 /// ```
 /// use burn::tensor::{Bool, Device, Tensor};
 /// use d2l_attention::multihead_attention::AttnMask;
 ///
-/// // A causal mask for 3 queries and 3 keys: true = not allowed.
+/// // A causal mask for 3 queries and 3 keys, (L, S) as PyTorch takes it:
+/// // true = not allowed.
 /// let device = Device::flex();
-/// let causal = Tensor::<2, Bool>::tril_mask([3, 3], 0, &device).unsqueeze::<3>();
-/// let mask = AttnMask::Bool(causal);
-/// # let _ = mask;
+/// let causal = Tensor::<2, Bool>::triu_mask([3, 3], 1, &device);
+/// let AttnMask::Bool(mask) = AttnMask::from(causal) else { unreachable!() };
+/// assert_eq!(mask.dims(), [1, 3, 3]);
+///
+/// // A float mask per sequence and head (N·num_heads = 4), added to the scores.
+/// let bias = Tensor::<3>::zeros([4, 3, 3], &device);
+/// assert!(matches!(AttnMask::from(bias), AttnMask::Float(_)));
 /// ```
 #[derive(Clone, Debug)]
 pub enum AttnMask {
-    /// True where a query may not attend to a key: (1, L, S) for all
-    /// sequences and heads, or (N·num_heads, L, S), row n·num_heads + head.
+    /// True where a query may not attend to a key: (1, L, S) or
+    /// (N·num_heads, L, S).
     Bool(Tensor<3, Bool>),
     /// Added to the scores, in the same shapes (−∞ allowed).
     Float(Tensor<3>),
+}
+
+impl From<Tensor<2, Bool>> for AttnMask {
+    /// PyTorch's 2-D boolean mask, (L, S).
+    fn from(mask: Tensor<2, Bool>) -> Self {
+        Self::Bool(mask.unsqueeze())
+    }
+}
+
+impl From<Tensor<3, Bool>> for AttnMask {
+    /// PyTorch's 3-D boolean mask, (N·num_heads, L, S).
+    fn from(mask: Tensor<3, Bool>) -> Self {
+        Self::Bool(mask)
+    }
+}
+
+impl From<Tensor<2>> for AttnMask {
+    /// PyTorch's 2-D float mask, (L, S).
+    fn from(mask: Tensor<2>) -> Self {
+        Self::Float(mask.unsqueeze())
+    }
+}
+
+impl From<Tensor<3>> for AttnMask {
+    /// PyTorch's 3-D float mask, (N·num_heads, L, S).
+    fn from(mask: Tensor<3>) -> Self {
+        Self::Float(mask)
+    }
+}
+
+impl AttnMask {
+    /// The mask's shape, (1 or N·num_heads, L, S).
+    fn dims(&self) -> [usize; 3] {
+        match self {
+            Self::Bool(mask) => mask.dims(),
+            Self::Float(mask) => mask.dims(),
+        }
+    }
 }
 
 /// The arguments of PyTorch's `MultiheadAttention.forward`.
@@ -135,19 +183,24 @@ impl MultiHeadAttention {
     /// `num_heads` heads, saved with `torch.save(mha.state_dict(), path)`,
     /// with either layout of the input projections (packed, or separate
     /// when `kdim` or `vdim` differs from `embed_dim`), with or without
-    /// biases. `add_bias_kv` and `add_zero_attn` are not supported.
+    /// biases. `add_bias_kv` and `add_zero_attn` are not supported. The
+    /// tensors are read into memory and loaded by
+    /// [`MultiHeadAttention::from_pytorch_tensors`].
     ///
     /// # Errors
     /// [`PytorchLoadError`] naming the file, or the tensor that is missing
     /// or of the wrong shape or type.
+    ///
+    /// # Panics
+    /// When `num_heads` does not divide `embed_dim`.
     ///
     /// # Examples
     /// ```
     /// use burn::tensor::Device;
     /// use d2l_attention::multihead_attention::MultiHeadAttention;
     ///
-    /// // Seed notebook 002's module: embed_dim 10, 10 heads, biases.
-    /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/torch_mha/seed002.pt");
+    /// // The module of the notebook 注意力机制: embed_dim 10, 10 heads, biases.
+    /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/torch_mha/notebook.pt");
     /// let mha = MultiHeadAttention::from_pytorch(path.as_ref(), 10, &Device::flex()).unwrap();
     /// assert_eq!((mha.w_q.weight.dims(), mha.num_heads), ([10, 10], 10));
     /// assert!(mha.w_o.bias.is_some());
@@ -163,7 +216,65 @@ impl MultiHeadAttention {
                 source,
             }
         })?;
-        StateDict(reader.into_tensors()).multihead(num_heads, device)
+        let tensors = reader
+            .into_tensors()
+            .into_iter()
+            .map(|(name, tensor)| {
+                match bridge::into_data(bridge::from_pytorch(tensor)) {
+                    Ok(data) => Ok((name, data)),
+                    Err(err) => Err(PytorchLoadError::Values {
+                        name,
+                        source: std::io::Error::other(err.to_string()),
+                    }),
+                }
+            })
+            .collect::<Result<_, _>>()?;
+        Self::from_pytorch_tensors(&tensors, num_heads, device)
+    }
+
+    /// The same from a state dict already in memory: host tensors
+    /// ([`TensorData`], f32 or f64) keyed by PyTorch's names
+    /// (`in_proj_weight`, `in_proj_bias`, or `q_proj_weight`,
+    /// `k_proj_weight`, `v_proj_weight`; `out_proj.weight`,
+    /// `out_proj.bias`), with PyTorch's (out, in) layout. Names the layer
+    /// does not use are ignored.
+    ///
+    /// # Errors
+    /// [`PytorchLoadError`] naming the tensor that is missing or of the
+    /// wrong shape or type.
+    ///
+    /// # Panics
+    /// When `num_heads` does not divide `embed_dim`.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::collections::HashMap;
+    /// use burn::tensor::{Device, TensorData};
+    /// use d2l_attention::multihead_attention::MultiHeadAttention;
+    ///
+    /// // embed_dim 4, 2 heads, no biases: W_q = W_k = W_v = W_o = I.
+    /// let eye: Vec<f32> = (0..16).map(|i| (i % 5 == 0) as u8 as f32).collect();
+    /// let packed: Vec<f32> = eye.repeat(3);
+    /// let state_dict = HashMap::from([
+    ///     ("in_proj_weight".to_owned(), TensorData::new(packed, [12, 4])),
+    ///     ("out_proj.weight".to_owned(), TensorData::new(eye, [4, 4])),
+    /// ]);
+    /// let mha = MultiHeadAttention::from_pytorch_tensors(&state_dict, 2, &Device::flex()).unwrap();
+    /// assert_eq!((mha.w_k.weight.dims(), mha.num_heads), ([4, 4], 2));
+    /// assert!(mha.w_o.bias.is_none());
+    ///
+    /// let err = MultiHeadAttention::from_pytorch_tensors(&HashMap::new(), 2, &Device::flex());
+    /// assert_eq!(
+    ///     err.unwrap_err().to_string(),
+    ///     "`out_proj.weight` is not in the state dict (it holds )"
+    /// );
+    /// ```
+    pub fn from_pytorch_tensors(
+        tensors: &HashMap<String, TensorData>,
+        num_heads: usize,
+        device: &Device,
+    ) -> Result<Self, PytorchLoadError> {
+        StateDict(tensors).multihead(num_heads, device)
     }
 
     /// PyTorch's `MultiheadAttention.forward(query, key, value,
@@ -177,7 +288,7 @@ impl MultiHeadAttention {
     ///
     /// # Panics
     /// When a shape does not fit the layer or the inputs, naming the
-    /// argument.
+    /// argument, or the layer scores additively (PyTorch's does not).
     ///
     /// # Examples
     /// ```
@@ -186,9 +297,9 @@ impl MultiHeadAttention {
     /// use d2l_attention::random::rand;
     ///
     /// let device = Device::flex();
-    /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/torch_mha/seed002.pt");
+    /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/torch_mha/notebook.pt");
     /// let mha = MultiHeadAttention::from_pytorch(path.as_ref(), 10, &device).unwrap();
-    /// // Seed 002: L, N, E, S = 3, 4, 10, 6, sequence first.
+    /// // The notebook's shapes: L, N, E, S = 3, 4, 10, 6, sequence first.
     /// let query = rand([3, 4, 10], 0, &device);
     /// let key = rand([6, 4, 10], 1, &device);
     /// let out = mha.forward_pytorch(PytorchMhaInput {
@@ -210,7 +321,12 @@ impl MultiHeadAttention {
         let (query, key) = (layout(input.query), layout(input.key));
         let value = layout(input.value);
         self.check_sizes(&query, &key, &value);
+        assert!(
+            self.additive.is_none(),
+            "`forward_pytorch` needs scaled dot products: this layer scores additively"
+        );
         let ([n, l, _], s, h) = (query.dims(), key.dims()[1], self.num_heads);
+        check_masks(&input.key_padding_mask, &input.attn_mask, [n, h, l, s]);
         // (N·h, L or S, embed_dim / h), as in `forward`
         let q = transpose_qkv(self.w_q.forward(query), h);
         let k = transpose_qkv(self.w_k.forward(key), h);
@@ -249,10 +365,38 @@ impl MultiHeadAttention {
     // ANCHOR_END: forward_pytorch
 }
 
-/// A state dict's tensors by name.
-struct StateDict(HashMap<String, pytorch_reader::Tensor>);
+/// Panics, naming the mask, when a mask's shape is not one PyTorch takes
+/// for `n` sequences, `h` heads, `l` queries and `s` keys.
+fn check_masks(
+    key_padding_mask: &Option<Tensor<2, Bool>>,
+    attn_mask: &Option<AttnMask>,
+    [n, h, l, s]: [usize; 4],
+) {
+    if let Some(mask) = key_padding_mask {
+        assert!(
+            mask.dims() == [n, s],
+            "`key_padding_mask` has shape {:?}, expected (N, S) = {:?}",
+            mask.dims(),
+            [n, s]
+        );
+    }
+    if let Some(mask) = attn_mask {
+        let [rows, ..] = mask.dims();
+        assert!(
+            (rows == 1 || rows == n * h) && mask.dims()[1..] == [l, s],
+            "`attn_mask` has shape {:?}, expected (L, S) = {:?} or \
+             (N·num_heads, L, S) = {:?}",
+            mask.dims(),
+            [l, s],
+            [n * h, l, s]
+        );
+    }
+}
 
-impl StateDict {
+/// A state dict's tensors by name.
+struct StateDict<'a>(&'a HashMap<String, TensorData>);
+
+impl StateDict<'_> {
     fn multihead(
         &self,
         num_heads: usize,
@@ -324,6 +468,7 @@ impl StateDict {
             w_v,
             w_o,
             num_heads,
+            additive: None,
         })
     }
 
@@ -332,7 +477,7 @@ impl StateDict {
         &self,
         name: &str,
         shape: Option<&[usize]>,
-    ) -> Result<&pytorch_reader::Tensor, PytorchLoadError> {
+    ) -> Result<&TensorData, PytorchLoadError> {
         let tensor = self.0.get(name).ok_or_else(|| {
             let mut keys: Vec<&str> =
                 self.0.keys().map(String::as_str).collect();
@@ -343,7 +488,7 @@ impl StateDict {
             }
         })?;
         let float = matches!(tensor.dtype(), DType::F32 | DType::F64);
-        if !float || shape.is_some_and(|s| s != tensor.shape()) {
+        if !float || shape.is_some_and(|s| s != tensor.shape().as_slice()) {
             return Err(PytorchLoadError::Invalid {
                 name: name.into(),
                 got: tensor.shape().to_vec(),
@@ -364,22 +509,11 @@ impl StateDict {
         shape: &[usize],
     ) -> Result<Vec<f32>, PytorchLoadError> {
         let tensor = self.get(name, Some(shape))?;
-        let bytes =
-            tensor.read().map_err(|source| PytorchLoadError::Values {
+        tensor.clone().try_into_vec_as::<f32>().map_err(|err| {
+            PytorchLoadError::Values {
                 name: name.into(),
-                source,
-            })?;
-        Ok(match tensor.dtype() {
-            DType::F64 => bytes
-                .chunks_exact(8)
-                .map(|b| {
-                    f64::from_le_bytes(b.try_into().expect("8 bytes")) as f32
-                })
-                .collect(),
-            _ => bytes
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")))
-                .collect(),
+                source: std::io::Error::other(err.to_string()),
+            }
         })
     }
 

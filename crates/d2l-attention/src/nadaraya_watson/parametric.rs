@@ -31,8 +31,8 @@ pub struct NWKernelRegression {
 }
 
 impl NWKernelRegression {
-    /// A model whose `w` starts at `w` (seed notebook `000` draws it from
-    /// N(0, 1), d2l zh and the blog from U(0, 1)).
+    /// A model whose `w` starts at `w` (`chapter10.ipynb` draws it from
+    /// N(0, 1), d2l zh and the blog post from U(0, 1)).
     ///
     /// # Examples
     /// ```

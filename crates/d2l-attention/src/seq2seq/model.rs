@@ -36,6 +36,13 @@ pub trait Encoder: Module + ModuleDisplay {
 
     /// The number of source tokens it embeds.
     fn vocab_size(&self) -> usize;
+
+    /// The attention maps an output of [`Encoder::forward`] carries (the
+    /// Transformer's self-attention, layer by layer and head by head); none
+    /// for an encoder without attention, such as Bahdanau's GRU.
+    fn attention_maps(_output: &Self::Output) -> Vec<AttentionMap> {
+        Vec::new()
+    }
 }
 
 /// Writes a target sentence from an encoder's output (d2l's `Decoder` and
@@ -85,12 +92,15 @@ pub trait Decoder<EncOutput>: Module + ModuleDisplay {
 /// ```
 /// use d2l_attention::seq2seq::AttentionKind;
 ///
-/// assert_ne!(AttentionKind::SelfAttention, AttentionKind::EncoderDecoder);
+/// assert_ne!(AttentionKind::EncoderSelfAttention, AttentionKind::DecoderSelfAttention);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AttentionKind {
-    /// Queries and keys from the same sequence.
-    SelfAttention,
+    /// The encoder's source tokens attending to each other.
+    EncoderSelfAttention,
+    /// The decoder's target tokens attending to those before them (and
+    /// themselves).
+    DecoderSelfAttention,
     /// Decoder queries over the encoder's outputs.
     EncoderDecoder,
 }
@@ -108,7 +118,7 @@ pub enum AttentionKind {
 /// ```
 #[derive(Clone, Debug)]
 pub struct AttentionMap {
-    /// Self-attention or encoder–decoder attention.
+    /// Which of the model's attentions.
     pub kind: AttentionKind,
     /// The layer, from 0 (the one nearest the input).
     pub layer: usize,
@@ -139,8 +149,8 @@ pub struct Decoded<S> {
     pub output: Tensor<3>,
     /// The state after the last step.
     pub state: S,
-    /// Every attention map of the call, each (batch_size, num_steps,
-    /// num_keys).
+    /// Every attention map of the call, each (batch_size, num_queries,
+    /// num_keys): num_steps queries for the decoder's maps.
     pub attention: Vec<AttentionMap>,
 }
 
@@ -168,7 +178,8 @@ pub struct EncoderDecoder<E, D> {
 impl<E: Encoder, D: Decoder<E::Output>> EncoderDecoder<E, D> {
     /// Encodes `enc_x` (batch_size, num_src_steps) and decodes `dec_x`
     /// (batch_size, num_steps) from there; `enc_valid_lens` (batch_size,)
-    /// hides the source padding from the attention.
+    /// hides the source padding from the attention. The attention maps are
+    /// the encoder's ([`Encoder::attention_maps`]), then the decoder's.
     ///
     /// # Panics
     /// When the inputs do not fit the model (the message names the
@@ -197,7 +208,13 @@ impl<E: Encoder, D: Decoder<E::Output>> EncoderDecoder<E, D> {
         enc_valid_lens: Option<ValidLens>,
     ) -> Decoded<D::State> {
         let enc_outputs = self.encoder.forward(enc_x, enc_valid_lens.as_ref());
+        let mut attention = E::attention_maps(&enc_outputs);
         let state = self.decoder.init_state(enc_outputs, enc_valid_lens);
-        self.decoder.forward(dec_x, state)
+        let mut decoded = self.decoder.forward(dec_x, state);
+        attention.append(&mut decoded.attention);
+        Decoded {
+            attention,
+            ..decoded
+        }
     }
 }

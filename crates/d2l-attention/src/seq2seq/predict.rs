@@ -36,15 +36,17 @@ use crate::machine_translation::{Vocab, truncate_pad};
 pub struct Translation {
     /// The predicted target tokens, space-separated, without `<eos>`.
     pub text: String,
-    /// The model's attention maps over the whole translation, each
-    /// (1, num_predicted + 1, num_keys): one row per decoding step, the one
-    /// that wrote `<eos>` included. A map whose keys grew from step to step
-    /// (self-attention over the tokens written so far) is padded with 0.
+    /// The model's attention maps over the whole translation: the
+    /// encoder's, (1, num_steps, num_steps) over the padded source, then the
+    /// decoder's, each (1, num_predicted + 1, num_keys): one row per
+    /// decoding step, the one that wrote `<eos>` included. A map whose keys
+    /// grew from step to step (self-attention over the tokens written so
+    /// far) is padded with 0.
     pub attention: Vec<AttentionMap>,
 }
 
 impl Translation {
-    /// The weights of one attention map, (num_predicted + 1, num_keys), or
+    /// The weights of one attention map, (num_queries, num_keys), or
     /// `None` when the model has no such map.
     ///
     /// # Examples
@@ -62,7 +64,7 @@ impl Translation {
     /// // "go . <eos>": three source positions with a weight.
     /// let weights = t.weights(AttentionKind::EncoderDecoder, 0, 0).unwrap();
     /// assert_eq!(weights.dims()[1], 3);
-    /// assert!(t.weights(AttentionKind::SelfAttention, 0, 0).is_none());
+    /// assert!(t.weights(AttentionKind::DecoderSelfAttention, 0, 0).is_none());
     /// ```
     pub fn weights(
         &self,
@@ -164,6 +166,7 @@ pub fn predict_seq2seq<E: Encoder, D: Decoder<E::Output>>(
         device,
     );
     let enc_outputs = model.encoder.forward(enc_x, Some(&enc_valid_lens));
+    let enc_maps = E::attention_maps(&enc_outputs);
     let mut state = model.decoder.init_state(enc_outputs, Some(enc_valid_lens));
     let bos = tgt_vocab.index("<bos>") as i64;
     let mut dec_x = Tensor::<2, Int>::from_ints([[bos]], device);
@@ -181,7 +184,7 @@ pub fn predict_seq2seq<E: Encoder, D: Decoder<E::Output>>(
     }
     Ok(Translation {
         text: output.join(" "),
-        attention: join_steps(maps),
+        attention: enc_maps.into_iter().chain(join_steps(maps)).collect(),
     })
 }
 // ANCHOR_END: predict
