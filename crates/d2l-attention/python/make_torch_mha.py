@@ -76,7 +76,8 @@ def case(name, E, h, L, S, N, *, bias=True, kdim=None, vdim=None,
 
 def main():
     cases = {}
-    # The module of the notebook 注意力机制: E = 10, 10 heads, sequence-first.
+    # Configured like the notebook 注意力机制's module: E = 10, 10 heads,
+    # sequence-first (its weights drawn here).
     cases["notebook"] = case("notebook", 10, 10, 3, 6, 4)
     # The last two keys of batch element 1 are padding.
     pad = torch.zeros(3, 7, dtype=torch.bool)

@@ -157,6 +157,13 @@ fn a_state_dict_in_memory_that_does_not_fit_names_the_tensor() {
         "`out_proj.weight` has shape [8, 8] and type I64, expected float32 or float64"
     );
     dict.insert("out_proj.weight".into(), weight);
+    dict.insert("bias_k".into(), TensorData::new(vec![0f32; 8], [1, 1, 8]));
+    let err = MultiHeadAttention::from_pytorch_tensors(&dict, 2, &device);
+    assert_eq!(
+        err.unwrap_err().to_string(),
+        "`bias_k` is in the state dict, but add_bias_kv is not supported"
+    );
+    dict.remove("bias_k");
     dict.insert(
         "in_proj_weight".into(),
         TensorData::new(vec![0f32; 8], [2, 4]),

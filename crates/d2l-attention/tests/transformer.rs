@@ -53,7 +53,7 @@ fn modes() -> Vec<(String, Device)> {
 #[test]
 fn step_by_step_prediction_with_the_cache_equals_the_teacher_forced_pass() {
     for (mode, device) in modes() {
-        // scaled dot products, and additive scoring (exercise 3)
+        // scaled dot products, and additive scoring (d2l's exercise 2)
         let additive = TransformerConfig::new(11, 13)
             .with_dropout(0.0)
             .with_additive_hiddens(Some(16))
@@ -307,4 +307,38 @@ fn misuse_panics_naming_the_argument() {
         message,
         "`x` has shape [1, 2, 4] and `y` [1, 3, 4]: the residual needs one shape"
     );
+}
+
+/// The Transformer trains, predicts, saves and loads through the same
+/// seq2seq functions as Bahdanau's model.
+#[test]
+fn it_trains_predicts_saves_and_loads_like_any_seq2seq_model() {
+    let data =
+        NmtData::new(&"go .\tva !\nhi .\tsalut !\n".repeat(2), 5, 4).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (backend, device) in devices() {
+        let train_device = device.clone().autodiff();
+        let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
+        let model = TransformerConfig::new(src, tgt).init(&train_device);
+        let config = TrainConfig::new()
+            .with_num_epochs(40)
+            .with_batch_size(4)
+            .with_lr(0.01);
+        let mut losses = Vec::new();
+        let model = train_seq2seq(model, &data, &config, &train_device, |e| {
+            losses.push(e.loss)
+        })
+        .unwrap()
+        .valid();
+        assert!(losses[39] < losses[0] / 4.0, "{backend}: {losses:?}");
+        let (sv, tv) = (&data.src_vocab, &data.tgt_vocab);
+        let t = predict_seq2seq(&model, "hi .", sv, tv, 5, &device).unwrap();
+        assert_eq!(t.text, "salut !", "{backend}");
+        let path = dir.path().join(format!("{backend}.bpk"));
+        save_model(&model, &path).unwrap();
+        let fresh = TransformerConfig::new(src, tgt).init(&device);
+        let loaded = load_model(fresh, &path).unwrap();
+        let again = predict_seq2seq(&loaded, "hi .", sv, tv, 5, &device);
+        assert_eq!(again.unwrap().text, "salut !", "{backend}");
+    }
 }

@@ -95,7 +95,7 @@ fn heads_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
 
 fn pytorch_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: pytorch
-    // The module of the notebook 注意力机制, saved from PyTorch with
+    // A module configured like the notebook 注意力机制's, saved with
     // torch.save(mha.state_dict(), "notebook.pt"): embed_dim 10, 10 heads.
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -481,7 +481,7 @@ mod tests {
     }
 
     #[test]
-    fn batched_matmul_demo_gives_the_seeds_values() {
+    fn batched_matmul_demo_gives_d2l_s_values() {
         for backend in BackendChoice::compiled_cpu_backends() {
             let out = run("nw-bmm", &backend.device().unwrap());
             assert_eq!(

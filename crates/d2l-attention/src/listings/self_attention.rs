@@ -82,15 +82,16 @@ fn matrix_form_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
 }
 
 // ANCHOR: costs
-/// Multiply-adds, sequential steps and the longest path between two
-/// tokens for a layer over n tokens of size d (d2l zh table 10.6):
-/// a convolution of width k ≥ 2, a recurrent layer, self-attention. Each
-/// convolution reaches k − 1 positions further, so ⌈(n − 1)/(k − 1)⌉
-/// stacked layers connect the first token with the last: O(n/k).
+/// Multiply-adds, sequential steps and the longest path between two of
+/// n ≥ 2 tokens of size d (d2l zh §10.6.2) for a convolution of width
+/// k ≥ 2, a recurrent layer and self-attention. The paths are hops from
+/// the first token to the last: each convolution reaches k − 1 positions
+/// further, so ⌈(n − 1)/(k − 1)⌉ stacked layers, O(n/k); n − 1 recurrent
+/// steps; one attention.
 fn costs(n: usize, d: usize, k: usize) -> [(&'static str, [usize; 3]); 3] {
     [
         ("CNN", [k * n * d * d, 1, (n - 1).div_ceil(k - 1)]),
-        ("RNN", [n * d * d, n, n]),
+        ("RNN", [n * d * d, n, n - 1]),
         ("self-attention", [n * n * d, 1, 1]),
     ]
 }
@@ -112,14 +113,14 @@ fn complexity_demo(_: &Device, out: &mut Output) -> anyhow::Result<()> {
             )?;
         }
     }
-    let ns: Vec<f64> = (1..=256).map(|n| n as f64).collect();
+    let ns: Vec<f64> = (2..=256).map(|n| n as f64).collect();
     // layer i's `metric` (0: multiply-adds, 2: path) over n, divided by `unit`
     let series = |i: usize, metric: usize, unit: f64| -> Series {
         let y: Vec<f64> = ns
             .iter()
             .map(|&n| costs(n as usize, d, k)[i].1[metric] as f64 / unit)
             .collect();
-        Series::line(&ns, &y).label(costs(1, d, k)[i].0)
+        Series::line(&ns, &y).label(costs(2, d, k)[i].0)
     };
     let flops = plot(
         &[series(0, 0, 1e6), series(1, 0, 1e6), series(2, 0, 1e6)],
@@ -353,7 +354,7 @@ mod tests {
         assert_eq!(cnn, [3 * 256 * 64 * 64, 1, 128]);
         // with k = 2 each layer adds one token: n − 1 layers
         assert_eq!(costs(10, 64, 2)[0].1[2], 9);
-        assert_eq!(rnn, [256 * 64 * 64, 256, 256]);
+        assert_eq!(rnn, [256 * 64 * 64, 256, 255]);
         assert_eq!(sa, [256 * 256 * 64, 1, 1]);
         // The curves cross where the figure's caption says: n = 64 = d
         // for the RNN, n = 3d = 192 for the CNN.

@@ -58,16 +58,17 @@ pub struct MultiHeadAttentionConfig {
     /// unless a model trains from d2l's Xavier initialisation.
     #[config(default = "TORCH_LINEAR")]
     pub initializer: Initializer,
-    /// When set, every head scores with additive attention of this many
-    /// hidden units over its num_hiddens / num_heads features, instead of
-    /// scaled dot products (d2l en §11.7, exercise 3).
+    /// When set, the heads score with one additive attention of this many
+    /// hidden units over each head's num_hiddens / num_heads features (its
+    /// weights shared by all heads, as the dot product is), instead of
+    /// scaled dot products (d2l en §11.7, exercise 2).
     #[config(default = "None")]
     pub additive_hiddens: Option<usize>,
 }
 
 impl MultiHeadAttentionConfig {
-    /// The layer, with burn's default `Linear` initialisation (torch's) on
-    /// `device`.
+    /// The layer on `device`, its projections drawn by `initializer`
+    /// (burn's default `Linear` initialisation, PyTorch's, unless set).
     ///
     /// # Panics
     /// When `num_heads` is 0 or does not divide `num_hiddens`.

@@ -64,6 +64,14 @@ pub enum PytorchLoadError {
         /// What was expected, in words.
         expected: String,
     },
+    /// The state dict holds a tensor of a feature the layer does not have.
+    #[error("`{name}` is in the state dict, but {feature} is not supported")]
+    Unsupported {
+        /// The tensor's name.
+        name: String,
+        /// The `nn.MultiheadAttention` argument that made it.
+        feature: &'static str,
+    },
     /// A tensor's values could not be read (from the file, or converted
     /// to f32).
     #[error("cannot read the values of `{name}`")]
@@ -183,7 +191,9 @@ impl MultiHeadAttention {
     /// `num_heads` heads, saved with `torch.save(mha.state_dict(), path)`,
     /// with either layout of the input projections (packed, or separate
     /// when `kdim` or `vdim` differs from `embed_dim`), with or without
-    /// biases. `add_bias_kv` and `add_zero_attn` are not supported. The
+    /// biases. `add_bias_kv` is refused (its `bias_k` and `bias_v` would
+    /// change the result); `add_zero_attn`, which adds no tensor that the
+    /// loader could see, is not supported either. The
     /// tensors are read into memory and loaded by
     /// [`MultiHeadAttention::from_pytorch_tensors`].
     ///
@@ -199,7 +209,7 @@ impl MultiHeadAttention {
     /// use burn::tensor::Device;
     /// use d2l_attention::multihead_attention::MultiHeadAttention;
     ///
-    /// // The module of the notebook 注意力机制: embed_dim 10, 10 heads, biases.
+    /// // Configured like the notebook 注意力机制's: embed_dim 10, 10 heads, biases.
     /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/torch_mha/notebook.pt");
     /// let mha = MultiHeadAttention::from_pytorch(path.as_ref(), 10, &Device::flex()).unwrap();
     /// assert_eq!((mha.w_q.weight.dims(), mha.num_heads), ([10, 10], 10));
@@ -288,7 +298,8 @@ impl MultiHeadAttention {
     ///
     /// # Panics
     /// When a shape does not fit the layer or the inputs, naming the
-    /// argument, or the layer scores additively (PyTorch's does not).
+    /// argument, or the layer does not score with scaled dot products, as
+    /// PyTorch's does.
     ///
     /// # Examples
     /// ```
@@ -322,8 +333,9 @@ impl MultiHeadAttention {
         let value = layout(input.value);
         self.check_sizes(&query, &key, &value);
         assert!(
-            self.additive.is_none(),
-            "`forward_pytorch` needs scaled dot products: this layer scores additively"
+            self.additive.is_none() && self.attention.scaled,
+            "`forward_pytorch` needs scaled dot products, as PyTorch's layer: \
+             this one scores additively or unscaled"
         );
         let ([n, l, _], s, h) = (query.dims(), key.dims()[1], self.num_heads);
         check_masks(&input.key_padding_mask, &input.attn_mask, [n, h, l, s]);
@@ -402,8 +414,19 @@ impl StateDict<'_> {
         num_heads: usize,
         device: &Device,
     ) -> Result<MultiHeadAttention, PytorchLoadError> {
+        // add_bias_kv's extra key and value would be ignored, silently
+        if let Some(name) = ["bias_k", "bias_v"]
+            .into_iter()
+            .find(|name| self.0.contains_key(*name))
+        {
+            return Err(PytorchLoadError::Unsupported {
+                name: name.into(),
+                feature: "add_bias_kv",
+            });
+        }
         let out = self.get("out_proj.weight", None)?;
-        let embed_dim = out.shape()[0];
+        // a weight of another rank is refused by `matrix` below
+        let embed_dim = out.shape().as_slice().first().copied().unwrap_or(0);
         let square = [embed_dim, embed_dim];
         let weights: Vec<Tensor<2>> = if self.0.contains_key("in_proj_weight") {
             let packed = self.matrix(
@@ -419,13 +442,13 @@ impl StateDict<'_> {
             ["q_proj_weight", "k_proj_weight", "v_proj_weight"]
                 .into_iter()
                 .map(|name| {
-                    let cols = self
-                        .get(name, None)?
-                        .shape()
-                        .get(1)
-                        .copied()
-                        .unwrap_or(0);
-                    self.matrix(name, [embed_dim, cols], device)
+                    let shape = self.get(name, None)?.shape().as_slice();
+                    match *shape {
+                        [_, cols] => {
+                            self.matrix(name, [embed_dim, cols], device)
+                        }
+                        _ => self.matrix(name, [embed_dim, 0], device),
+                    }
                 })
                 .collect::<Result<_, _>>()?
         };

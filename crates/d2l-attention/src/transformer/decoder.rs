@@ -281,8 +281,10 @@ impl Decoder<TransformerEncoded> for TransformerDecoder {
     /// ([`AttentionKind::EncoderDecoder`]).
     ///
     /// # Panics
-    /// When `x` has no steps or another batch size than the state, or the
-    /// state has another number of blocks (the message names the argument).
+    /// When `x` has no steps or another batch size than the state, the
+    /// state has another number of blocks, the steps go past the positional
+    /// encoding's max_len, or a token index is not below the vocabulary size
+    /// (the message names the argument).
     // ANCHOR: decoder_forward
     fn forward(
         &self,

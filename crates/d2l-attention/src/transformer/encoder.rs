@@ -79,9 +79,9 @@ impl TransformerEncoderBlock {
 }
 
 /// The Transformer encoder (d2l's `TransformerEncoder`): token embeddings
-/// scaled by √num_hiddens (so that they are not drowned by the positional
-/// encoding, whose entries lie in [−1, 1]), the positional encoding, and
-/// the blocks.
+/// scaled by √num_hiddens (d2l's reason: the positional encoding's entries
+/// lie in [−1, 1], and the scaled embeddings are to weigh more than it),
+/// the positional encoding, and the blocks.
 ///
 /// # Examples
 /// See [`TransformerConfig::init_encoder`].

@@ -37,7 +37,12 @@ use crate::rnn::XAVIER;
 use crate::seq2seq::{AttentionKind, AttentionMap, EncoderDecoder};
 
 /// The Transformer translator: [`TransformerEncoder`] and
-/// [`TransformerDecoder`].
+/// [`TransformerDecoder`], trained by
+/// [`train_seq2seq`](crate::seq2seq::train_seq2seq) and used by
+/// [`predict_seq2seq`](crate::seq2seq::predict_seq2seq) as Bahdanau's is.
+///
+/// # Examples
+/// See [`TransformerConfig`].
 pub type TransformerModel =
     EncoderDecoder<TransformerEncoder, TransformerDecoder>;
 
@@ -89,15 +94,15 @@ pub struct TransformerConfig {
     #[config(default = 1000)]
     pub max_len: usize,
     /// Whether decoder blocks attend to the encoder's outputs; without it
-    /// the decoder is a decoder-only language model that ignores the
-    /// encoder.
+    /// the decoder ignores the encoder, as a decoder-only language model
+    /// does (d2l en §11.7, exercise 3).
     #[config(default = true)]
     pub cross_attention: bool,
     /// How every linear layer starts.
     #[config(default = "XAVIER")]
     pub initializer: Initializer,
     /// Additive scoring with this many hidden units in every attention, in
-    /// place of scaled dot products (d2l en §11.7, exercise 3).
+    /// place of scaled dot products (d2l en §11.7, exercise 2).
     #[config(default = "None")]
     pub additive_hiddens: Option<usize>,
 }
@@ -402,7 +407,7 @@ impl AddNormConfig {
     }
 }
 
-/// A residual connection followed by layer normalisation (d2l en §11.7.2,
+/// A residual connection followed by layer normalisation (d2l en §11.7.3,
 /// `AddNorm`): LN(x + dropout(y)), the layer norm over the last axis only,
 /// so that no step's normalisation depends on any other step. (d2l zh's
 /// shape checks normalise over the last two axes, which in a decoder would
