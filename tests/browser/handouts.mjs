@@ -34,6 +34,12 @@ const browser = await chromium.launch({
     "--disable-background-networking"],
 });
 const page = await browser.newPage();
+// mdBook's print.html calls window.print() when it loads, which would race
+// with page.pdf ("Page is already being printed"): disable it in every
+// document before the page's own scripts run.
+await page.addInitScript(() => {
+  window.print = () => {};
+});
 await page.goto(pathToFileURL(path.join(book, "index.html")).href);
 const chapters = await page.evaluate(() => [
   ...new Set([...document.querySelectorAll("#mdbook-sidebar a[href$='.html'], .sidebar a[href$='.html']")]

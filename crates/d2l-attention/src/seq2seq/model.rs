@@ -40,6 +40,17 @@ pub trait Encoder: Module + ModuleDisplay {
     /// The attention maps an output of [`Encoder::forward`] carries (the
     /// Transformer's self-attention, layer by layer and head by head); none
     /// for an encoder without attention, such as Bahdanau's GRU.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Int, Tensor};
+    /// use d2l_attention::bahdanau::{Seq2SeqConfig, Seq2SeqEncoder};
+    /// use d2l_attention::seq2seq::Encoder;
+    ///
+    /// let encoder = Seq2SeqConfig::new(10, 10, 8, 16, 2).init_encoder(&Device::flex());
+    /// let encoded = encoder.forward(Tensor::<2, Int>::zeros([4, 7], &Device::flex()), None);
+    /// assert!(Seq2SeqEncoder::attention_maps(&encoded).is_empty());
+    /// ```
     fn attention_maps(_output: &Self::Output) -> Vec<AttentionMap> {
         Vec::new()
     }
