@@ -124,12 +124,11 @@ pub fn seeded_multihead(
 ) -> MultiHeadAttention {
     let linear = |i| seeded_linear(size, size, seed + i, device);
     MultiHeadAttention {
-        attention: DotProductAttentionConfig::new().init(),
+        attention: DotProductAttentionConfig::new().init().into(),
         w_q: linear(0),
         w_k: linear(1),
         w_v: linear(2),
         w_o: linear(3),
         num_heads,
-        additive: None,
     }
 }

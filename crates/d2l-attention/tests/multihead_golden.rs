@@ -25,13 +25,12 @@ fn linear(v: &Value, device: &Device) -> Linear {
 
 fn model(g: &Value, device: &Device) -> MultiHeadAttention {
     MultiHeadAttention {
-        attention: DotProductAttentionConfig::new().init(),
+        attention: DotProductAttentionConfig::new().init().into(),
         w_q: linear(&g["W_q"], device),
         w_k: linear(&g["W_k"], device),
         w_v: linear(&g["W_v"], device),
         w_o: linear(&g["W_o"], device),
         num_heads: g["num_heads"].as_u64().unwrap() as usize,
-        additive: None,
     }
 }
 

@@ -214,6 +214,13 @@ fn a_mask_of_the_wrong_shape_panics_naming_it() {
         message,
         "`key_padding_mask` has shape [5, 2], expected (N, S) = [2, 5]"
     );
+    let additive = MultiHeadAttentionConfig::new(8, 8, 8, 8, 4)
+        .with_additive_hiddens(Some(6))
+        .init(&device);
+    let message = common::panic_message(|| {
+        additive.forward_pytorch(input(None, None));
+    });
+    assert!(message.starts_with("`forward_pytorch` needs scaled dot products"));
 }
 
 /// PyTorch gives NaN for a query whose keys are all masked; ours gives

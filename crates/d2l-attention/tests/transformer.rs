@@ -9,7 +9,7 @@ mod common;
 use burn::module::Module;
 use burn::nn::{BatchNormConfig, LayerNormConfig};
 use burn::tensor::{Device, Int, Tensor, TensorData};
-use common::devices;
+use common::{devices, modes};
 use d2l_attention::attention_scoring::ValidLens;
 use d2l_attention::machine_translation::NmtData;
 use d2l_attention::seq2seq::*;
@@ -35,19 +35,6 @@ fn values<const D: usize>(t: Tensor<D>) -> Vec<f32> {
 
 fn largest_gap<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f32 {
     values((a - b).abs().max())[0]
-}
-
-/// Both modes of every backend: (name, device).
-fn modes() -> Vec<(String, Device)> {
-    devices()
-        .into_iter()
-        .flat_map(|(backend, device)| {
-            [
-                (format!("{backend} eval"), device.clone()),
-                (format!("{backend} train"), device.autodiff()),
-            ]
-        })
-        .collect()
 }
 
 #[test]

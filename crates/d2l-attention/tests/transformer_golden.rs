@@ -8,7 +8,7 @@ mod common;
 use burn::module::Param;
 use burn::nn::{DropoutConfig, Embedding, LayerNorm, LayerNormConfig, Linear};
 use burn::tensor::{Device, Tensor};
-use common::{assert_close, devices, float, golden, int, valid_lens};
+use common::{assert_close, float, golden, int, modes, valid_lens};
 use d2l_attention::multihead_attention::{
     MultiHeadAttention, MultiHeadAttentionConfig,
 };
@@ -172,159 +172,133 @@ fn maps_of(
 fn every_block_the_encoder_and_the_decoder_match_pytorch() {
     let g = golden("transformer.json");
     let cases = &g["cases"];
-    for (backend, plain) in devices() {
-        // The plain device is eval mode, the autodiff one training mode;
-        // with dropout 0 both must give PyTorch's numbers.
-        for device in [plain.clone(), plain.autodiff()] {
-            let mode = if device.is_autodiff() {
-                "train"
-            } else {
-                "eval"
-            };
-            let what =
-                |case: &str, t: &str| format!("{backend} {mode} {case} {t}");
-            let mut worst = Vec::new();
+    // With dropout 0 both modes must give PyTorch's numbers.
+    for (mode, device) in modes() {
+        let what = |case: &str, t: &str| format!("{mode} {case} {t}");
+        let mut worst = Vec::new();
 
-            let c = &cases["encoder_block"];
-            let block = weights(c, &device).encoder_block("");
-            let lens = valid_lens(&c["valid_lens"], &device);
-            let out = block.forward(float(&c["X"], &device), Some(&lens));
-            let w = what("encoder_block", "");
-            worst.push((
-                "encoder_block",
-                assert_close(&w, out.output, &c["output"], TOL, TOL).max(
-                    assert_close(
-                        &w,
-                        merged(out.attention_weights),
-                        &c["attention_weights"],
-                        TOL,
-                        TOL,
-                    ),
+        let c = &cases["encoder_block"];
+        let block = weights(c, &device).encoder_block("");
+        let lens = valid_lens(&c["valid_lens"], &device);
+        let out = block.forward(float(&c["X"], &device), Some(&lens));
+        let w = what("encoder_block", "");
+        worst.push((
+            "encoder_block",
+            assert_close(&w, out.output, &c["output"], TOL, TOL).max(
+                assert_close(
+                    &w,
+                    merged(out.attention_weights),
+                    &c["attention_weights"],
+                    TOL,
+                    TOL,
                 ),
-            ));
+            ),
+        ));
 
-            let c = &cases["encoder"];
-            let encoder = weights(c, &device).encoder();
-            let lens = valid_lens(&c["valid_lens"], &device);
-            let encoded = encoder.forward(int(&c["X"], &device), Some(&lens));
-            let w = what("encoder", "");
-            let mut dev = assert_close(
+        let c = &cases["encoder"];
+        let encoder = weights(c, &device).encoder();
+        let lens = valid_lens(&c["valid_lens"], &device);
+        let encoded = encoder.forward(int(&c["X"], &device), Some(&lens));
+        let w = what("encoder", "");
+        let mut dev =
+            assert_close(&w, encoded.outputs.clone(), &c["output"], TOL, TOL);
+        for (i, weights) in encoded.attention_weights.iter().enumerate() {
+            let want = &c["attention_weights"][i];
+            dev = dev.max(assert_close(
                 &w,
-                encoded.outputs.clone(),
-                &c["output"],
+                merged(weights.clone()),
+                want,
                 TOL,
                 TOL,
-            );
-            for (i, weights) in encoded.attention_weights.iter().enumerate() {
-                let want = &c["attention_weights"][i];
-                dev = dev.max(assert_close(
-                    &w,
-                    merged(weights.clone()),
-                    want,
-                    TOL,
-                    TOL,
-                ));
-            }
-            worst.push(("encoder", dev));
+            ));
+        }
+        worst.push(("encoder", dev));
 
-            let c = &cases["decoder_block"];
-            let block = weights(c, &device).decoder_block("");
-            let lens = valid_lens(&c["enc_valid_lens"], &device);
-            let memory = float(&c["enc_outputs"], &device);
-            let out = block.forward(
-                float(&c["X"], &device),
-                None,
-                &memory,
-                Some(&lens),
-            );
-            let w = what("decoder_block", "");
-            let dev = assert_close(&w, out.output, &c["output"], TOL, TOL)
-                .max(assert_close(
-                    &w,
-                    merged(out.self_attention),
-                    &c["self_attention"],
-                    TOL,
-                    TOL,
-                ))
-                .max(assert_close(
-                    &w,
-                    merged(out.cross_attention.unwrap()),
-                    &c["cross_attention"],
-                    TOL,
-                    TOL,
-                ));
-            worst.push(("decoder_block", dev));
-
-            let c = &cases["decoder"];
-            let decoder = weights(c, &device).decoder();
-            let lens = valid_lens(&c["enc_valid_lens"], &device);
-            let state = || {
-                decoder.init_state(
-                    TransformerEncoded {
-                        outputs: float(&c["enc_outputs"], &device),
-                        attention_weights: Vec::new(),
-                    },
-                    Some(lens.clone()),
-                )
-            };
-            let dec_x = int::<2>(&c["X"], &device);
-            let decoded = decoder.forward(dec_x.clone(), state());
-            let w = what("decoder", "");
-            let mut dev =
-                assert_close(&w, decoded.output, &c["output"], TOL, TOL);
-            for layer in 0..2 {
-                for (kind, key) in [
-                    (AttentionKind::DecoderSelfAttention, "self_attention"),
-                    (AttentionKind::EncoderDecoder, "cross_attention"),
-                ] {
-                    let got = maps_of(&decoded.attention, kind, layer);
-                    dev = dev.max(assert_close(
-                        &w,
-                        got,
-                        &c[key][layer],
-                        TOL,
-                        TOL,
-                    ));
-                }
-            }
-            worst.push(("decoder (training pass)", dev));
-
-            // One call per token, the cache carrying the steps so far.
-            let mut state = state();
-            let mut steps = Vec::new();
-            for t in 0..dec_x.dims()[1] {
-                let decoded =
-                    decoder.forward(dec_x.clone().narrow(1, t, 1), state);
-                state = decoded.state;
-                steps.push(decoded.output);
-            }
-            let p = &cases["prediction"];
-            let dev = assert_close(
-                &what("prediction", ""),
-                Tensor::cat(steps, 1),
-                &p["output"],
+        let c = &cases["decoder_block"];
+        let block = weights(c, &device).decoder_block("");
+        let lens = valid_lens(&c["enc_valid_lens"], &device);
+        let memory = float(&c["enc_outputs"], &device);
+        let out =
+            block.forward(float(&c["X"], &device), None, &memory, Some(&lens));
+        let w = what("decoder_block", "");
+        let dev = assert_close(&w, out.output, &c["output"], TOL, TOL)
+            .max(assert_close(
+                &w,
+                merged(out.self_attention),
+                &c["self_attention"],
                 TOL,
                 TOL,
-            );
-            let cached: Vec<usize> = state
-                .key_values
-                .iter()
-                .map(|kv| kv.as_ref().unwrap().dims()[1])
-                .collect();
-            let want: Vec<usize> = p["cache_steps"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_u64().unwrap() as usize)
-                .collect();
-            assert_eq!(cached, want);
-            worst.push(("prediction (step by step)", dev));
+            ))
+            .max(assert_close(
+                &w,
+                merged(out.cross_attention.unwrap()),
+                &c["cross_attention"],
+                TOL,
+                TOL,
+            ));
+        worst.push(("decoder_block", dev));
 
-            for (case, dev) in worst {
-                eprintln!(
-                    "{backend} {mode}: {case}: largest deviation {dev:.2e}"
-                );
+        let c = &cases["decoder"];
+        let decoder = weights(c, &device).decoder();
+        let lens = valid_lens(&c["enc_valid_lens"], &device);
+        let state = || {
+            decoder.init_state(
+                TransformerEncoded {
+                    outputs: float(&c["enc_outputs"], &device),
+                    attention_weights: Vec::new(),
+                },
+                Some(lens.clone()),
+            )
+        };
+        let dec_x = int::<2>(&c["X"], &device);
+        let decoded = decoder.forward(dec_x.clone(), state());
+        let w = what("decoder", "");
+        let mut dev = assert_close(&w, decoded.output, &c["output"], TOL, TOL);
+        for layer in 0..2 {
+            for (kind, key) in [
+                (AttentionKind::DecoderSelfAttention, "self_attention"),
+                (AttentionKind::EncoderDecoder, "cross_attention"),
+            ] {
+                let got = maps_of(&decoded.attention, kind, layer);
+                dev = dev.max(assert_close(&w, got, &c[key][layer], TOL, TOL));
             }
+        }
+        worst.push(("decoder (training pass)", dev));
+
+        // One call per token, the cache carrying the steps so far: the
+        // logits of the training pass (PyTorch's prediction equals
+        // them; its generator checks it).
+        let mut state = state();
+        let mut steps = Vec::new();
+        for t in 0..dec_x.dims()[1] {
+            let decoded = decoder.forward(dec_x.clone().narrow(1, t, 1), state);
+            state = decoded.state;
+            steps.push(decoded.output);
+        }
+        let p = &cases["prediction"];
+        let dev = assert_close(
+            &what("prediction", ""),
+            Tensor::cat(steps, 1),
+            &c["output"],
+            TOL,
+            TOL,
+        );
+        let cached: Vec<usize> = state
+            .key_values
+            .iter()
+            .map(|kv| kv.as_ref().unwrap().dims()[1])
+            .collect();
+        let want: Vec<usize> = p["cache_steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap() as usize)
+            .collect();
+        assert_eq!(cached, want);
+        worst.push(("prediction (step by step)", dev));
+
+        for (case, dev) in worst {
+            eprintln!("{mode}: {case}: largest deviation {dev:.2e}");
         }
     }
 }

@@ -15,7 +15,7 @@ pub use pytorch::{
 };
 
 use crate::attention_scoring::{
-    AdditiveAttention, AdditiveAttentionConfig, DotProductAttention,
+    AdditiveAttention, AdditiveAttentionConfig, Attended, DotProductAttention,
     DotProductAttentionConfig, TORCH_LINEAR, ValidLens, check_fits,
 };
 
@@ -95,21 +95,77 @@ impl MultiHeadAttentionConfig {
                 .with_initializer(self.initializer.clone())
                 .init(device)
         };
+        let attention = match self.additive_hiddens {
+            None => Scoring::DotProduct(
+                DotProductAttentionConfig::new()
+                    .with_dropout(self.dropout)
+                    .init(),
+            ),
+            Some(hiddens) => Scoring::Additive(
+                AdditiveAttentionConfig::new(n / h, n / h, hiddens)
+                    .with_dropout(self.dropout)
+                    .with_initializer(self.initializer.clone())
+                    .init(device),
+            ),
+        };
         MultiHeadAttention {
-            attention: DotProductAttentionConfig::new()
-                .with_dropout(self.dropout)
-                .init(),
+            attention,
             w_q: linear(self.query_size),
             w_k: linear(self.key_size),
             w_v: linear(self.value_size),
             w_o: linear(n),
             num_heads: h,
-            additive: self.additive_hiddens.map(|hiddens| {
-                AdditiveAttentionConfig::new(n / h, n / h, hiddens)
-                    .with_dropout(self.dropout)
-                    .with_initializer(self.initializer.clone())
-                    .init(device)
-            }),
+        }
+    }
+}
+
+/// How the heads score their queries against their keys: scaled dot
+/// products (d2l's multi-head attention) or one additive attention shared
+/// by all heads.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::attention_scoring::DotProductAttentionConfig;
+/// use d2l_attention::multihead_attention::Scoring;
+///
+/// let scoring = Scoring::from(DotProductAttentionConfig::new().init());
+/// let x = Tensor::<3>::ones([2, 3, 4], &Device::flex());
+/// assert_eq!(scoring.forward(x.clone(), x.clone(), x, None).output.dims(), [2, 3, 4]);
+/// ```
+#[derive(Module, Debug)]
+pub enum Scoring {
+    /// Scaled (or plain) dot products, d2l's `DotProductAttention`.
+    DotProduct(DotProductAttention),
+    /// d2l's `AdditiveAttention` over each head's features.
+    Additive(AdditiveAttention),
+}
+
+impl From<DotProductAttention> for Scoring {
+    fn from(attention: DotProductAttention) -> Self {
+        Self::DotProduct(attention)
+    }
+}
+
+impl Scoring {
+    /// The chosen attention's `forward` (see [`DotProductAttention`] and
+    /// [`AdditiveAttention`]).
+    ///
+    /// # Panics
+    /// As that attention's `forward`.
+    ///
+    /// # Examples
+    /// See [`Scoring`].
+    pub fn forward(
+        &self,
+        queries: Tensor<3>,
+        keys: Tensor<3>,
+        values: Tensor<3>,
+        valid_lens: Option<&ValidLens>,
+    ) -> Attended {
+        match self {
+            Self::DotProduct(a) => a.forward(queries, keys, values, valid_lens),
+            Self::Additive(a) => a.forward(queries, keys, values, valid_lens),
         }
     }
 }
@@ -137,8 +193,9 @@ impl MultiHeadAttentionConfig {
 /// ```
 #[derive(Module, Debug)]
 pub struct MultiHeadAttention {
-    /// Scaled dot-product attention, shared by all heads.
-    pub attention: DotProductAttention,
+    /// How the heads score (scaled dot products unless configured), one
+    /// layer shared by all heads.
+    pub attention: Scoring,
     /// W_q, (query_size → num_hiddens): all heads' query projections.
     pub w_q: Linear,
     /// W_k, (key_size → num_hiddens).
@@ -149,9 +206,6 @@ pub struct MultiHeadAttention {
     pub w_o: Linear,
     /// Number of heads.
     pub num_heads: usize,
-    /// Additive scoring for every head, in place of `attention`'s scaled
-    /// dot products, if configured.
-    pub additive: Option<AdditiveAttention>,
 }
 
 /// What [`MultiHeadAttention::forward`] returns.
@@ -217,17 +271,9 @@ impl MultiHeadAttention {
         // Row i·num_heads + j is head j of sequence i: it needs sequence
         // i's lengths.
         let valid_lens = valid_lens.map(|lens| lens.repeat_interleave(h));
-        let attended = match &self.additive {
-            Some(additive) => {
-                additive.forward(queries, keys, values, valid_lens.as_ref())
-            }
-            None => self.attention.forward(
-                queries,
-                keys,
-                values,
-                valid_lens.as_ref(),
-            ),
-        };
+        let attended =
+            self.attention
+                .forward(queries, keys, values, valid_lens.as_ref());
         let num_keys = attended.attention_weights.dims()[2];
         MultiHeadAttended {
             output: self.w_o.forward(transpose_output(attended.output, h)),

@@ -332,18 +332,20 @@ impl MultiHeadAttention {
         let (query, key) = (layout(input.query), layout(input.key));
         let value = layout(input.value);
         self.check_sizes(&query, &key, &value);
-        assert!(
-            self.additive.is_none() && self.attention.scaled,
-            "`forward_pytorch` needs scaled dot products, as PyTorch's layer: \
-             this one scores additively or unscaled"
-        );
+        let attention = match &self.attention {
+            Scoring::DotProduct(attention) if attention.scaled => attention,
+            _ => panic!(
+                "`forward_pytorch` needs scaled dot products, as PyTorch's \
+                 layer: this one scores additively or unscaled"
+            ),
+        };
         let ([n, l, _], s, h) = (query.dims(), key.dims()[1], self.num_heads);
         check_masks(&input.key_padding_mask, &input.attn_mask, [n, h, l, s]);
         // (N·h, L or S, embed_dim / h), as in `forward`
         let q = transpose_qkv(self.w_q.forward(query), h);
         let k = transpose_qkv(self.w_k.forward(key), h);
         let v = transpose_qkv(self.w_v.forward(value), h);
-        let mut scores = self.attention.scores(q, k);
+        let mut scores = attention.scores(q, k);
         let shape = [n * h, l, s];
         // Every sequence's padding, for all its heads and queries.
         let mut hidden = input.key_padding_mask.map(|mask| {
@@ -365,7 +367,7 @@ impl MultiHeadAttention {
             None => {}
         }
         let weights = masked_softmax_by(scores, hidden);
-        let attended = pool(&self.attention.dropout, weights, v);
+        let attended = pool(&attention.dropout, weights, v);
         let output = self.w_o.forward(transpose_output(attended.output, h));
         let per_head = attended.attention_weights.reshape([n, h, l, s]);
         PytorchMhaOutput {
@@ -485,13 +487,12 @@ impl StateDict<'_> {
             "`num_heads` ({num_heads}) must divide embed_dim ({embed_dim})"
         );
         Ok(MultiHeadAttention {
-            attention: DotProductAttentionConfig::new().init(),
+            attention: DotProductAttentionConfig::new().init().into(),
             w_q,
             w_k,
             w_v,
             w_o,
             num_heads,
-            additive: None,
         })
     }
 

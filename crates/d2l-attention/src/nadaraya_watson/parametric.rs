@@ -105,7 +105,8 @@ impl NWKernelRegression {
 }
 
 /// Leave-one-out keys and values for training (the `1 − eye` mask of d2l
-/// and `chapter10.ipynb`): row i holds every training input (and target) except the i-th.
+/// and `chapter10.ipynb`): row i holds every training input (and target)
+/// except the i-th.
 /// Returns (keys, values), each (n_train, n_train − 1).
 ///
 /// # Errors

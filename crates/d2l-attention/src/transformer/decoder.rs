@@ -3,12 +3,10 @@
 //! followed by add & norm, and a dense layer to the vocabulary.
 
 use burn::module::Module;
-use burn::nn::Embedding;
 use burn::tensor::{Device, Int, Tensor};
 
 use super::*;
 use crate::attention_scoring::ValidLens;
-use crate::positional_encoding::PositionalEncoding;
 use crate::seq2seq::{Decoded, Decoder};
 
 impl TransformerBlockConfig {
@@ -292,11 +290,9 @@ impl Decoder<TransformerEncoded> for TransformerDecoder {
         state: TransformerDecoderState,
     ) -> Decoded<TransformerDecoderState> {
         self.check_state(&x, &state);
-        let past = state.num_steps();
-        let num_hiddens = self.embedding.weight.dims()[1];
-        let embedded = self.embedding.forward(x) * (num_hiddens as f64).sqrt();
         // the positions after those already decoded
-        let mut x = self.pos_encoding.forward_at(embedded, past);
+        let past = state.num_steps();
+        let mut x = embed(&self.embedding, &self.pos_encoding, x, past);
         let TransformerDecoderState {
             enc_outputs,
             enc_valid_lens,

@@ -2,13 +2,11 @@
 //! self-attention and a position-wise FFN, each followed by add & norm.
 
 use burn::module::Module;
-use burn::nn::Embedding;
 use burn::tensor::{Device, Int, Tensor};
 
 use super::*;
 use crate::attention_scoring::ValidLens;
 use crate::multihead_attention::MultiHeadAttended;
-use crate::positional_encoding::PositionalEncoding;
 use crate::seq2seq::Encoder;
 
 impl TransformerBlockConfig {
@@ -79,9 +77,7 @@ impl TransformerEncoderBlock {
 }
 
 /// The Transformer encoder (d2l's `TransformerEncoder`): token embeddings
-/// scaled by √num_hiddens (d2l's reason: the positional encoding's entries
-/// lie in [−1, 1], and the scaled embeddings are to weigh more than it),
-/// the positional encoding, and the blocks.
+/// scaled by √num_hiddens, the positional encoding, and the blocks.
 ///
 /// # Examples
 /// See [`TransformerConfig::init_encoder`].
@@ -137,9 +133,7 @@ impl Encoder for TransformerEncoder {
         x: Tensor<2, Int>,
         valid_lens: Option<&ValidLens>,
     ) -> TransformerEncoded {
-        let num_hiddens = self.embedding.weight.dims()[1];
-        let embedded = self.embedding.forward(x) * (num_hiddens as f64).sqrt();
-        let mut x = self.pos_encoding.forward(embedded);
+        let mut x = embed(&self.embedding, &self.pos_encoding, x, 0);
         let mut attention_weights = Vec::new();
         for blk in &self.blks {
             let attended = blk.forward(x, valid_lens);

@@ -22,17 +22,19 @@ pub use encoder::{
 
 use burn::module::Module;
 use burn::nn::{
-    Dropout, DropoutConfig, EmbeddingConfig, Initializer, LayerNorm,
+    Dropout, DropoutConfig, Embedding, EmbeddingConfig, Initializer, LayerNorm,
     LayerNormConfig, Linear, LinearConfig,
 };
 use burn::prelude::Config;
-use burn::tensor::{Device, Tensor, activation::relu};
+use burn::tensor::{Device, Int, Tensor, activation::relu};
 
 use crate::attention_scoring::TORCH_LINEAR;
 use crate::multihead_attention::{
     MultiHeadAttention, MultiHeadAttentionConfig,
 };
-use crate::positional_encoding::PositionalEncodingConfig;
+use crate::positional_encoding::{
+    PositionalEncoding, PositionalEncodingConfig,
+};
 use crate::rnn::XAVIER;
 use crate::seq2seq::{AttentionKind, AttentionMap, EncoderDecoder};
 
@@ -144,11 +146,7 @@ impl TransformerConfig {
     /// ```
     pub fn init_encoder(&self, device: &Device) -> TransformerEncoder {
         TransformerEncoder {
-            embedding: EmbeddingConfig::new(
-                self.src_vocab_size,
-                self.num_hiddens,
-            )
-            .init(device),
+            embedding: self.embedding(self.src_vocab_size, device),
             pos_encoding: self.pos_encoding(device),
             blks: (0..self.num_layers)
                 .map(|_| self.block().init_encoder_block(device))
@@ -169,11 +167,7 @@ impl TransformerConfig {
     /// ```
     pub fn init_decoder(&self, device: &Device) -> TransformerDecoder {
         TransformerDecoder {
-            embedding: EmbeddingConfig::new(
-                self.tgt_vocab_size,
-                self.num_hiddens,
-            )
-            .init(device),
+            embedding: self.embedding(self.tgt_vocab_size, device),
             pos_encoding: self.pos_encoding(device),
             blks: (0..self.num_layers)
                 .map(|_| self.block().init_decoder_block(device))
@@ -206,10 +200,11 @@ impl TransformerConfig {
         .with_additive_hiddens(self.additive_hiddens)
     }
 
-    fn pos_encoding(
-        &self,
-        device: &Device,
-    ) -> crate::positional_encoding::PositionalEncoding {
+    fn embedding(&self, vocab_size: usize, device: &Device) -> Embedding {
+        EmbeddingConfig::new(vocab_size, self.num_hiddens).init(device)
+    }
+
+    fn pos_encoding(&self, device: &Device) -> PositionalEncoding {
         PositionalEncodingConfig::new(self.num_hiddens)
             .with_dropout(self.dropout)
             .with_max_len(self.max_len)
@@ -456,6 +451,22 @@ impl AddNorm {
         self.ln.forward(self.dropout.forward(y) + x)
     }
     // ANCHOR_END: add_norm_forward
+}
+
+/// Token indices `x` (batch_size, num_steps) as the blocks' input: their
+/// embeddings scaled by √num_hiddens (d2l's reason: the positional
+/// encoding's entries lie in [−1, 1], and the scaled embeddings are to
+/// weigh more than it) plus the encoding of positions `start`, `start` + 1,
+/// …, then its dropout.
+fn embed(
+    embedding: &Embedding,
+    pos_encoding: &PositionalEncoding,
+    x: Tensor<2, Int>,
+    start: usize,
+) -> Tensor<3> {
+    let num_hiddens = embedding.weight.dims()[1];
+    let embedded = embedding.forward(x) * (num_hiddens as f64).sqrt();
+    pos_encoding.forward_at(embedded, start)
 }
 
 /// One map per head of a multi-head attention's weights (batch_size,

@@ -83,6 +83,20 @@ pub fn devices() -> Vec<(BackendChoice, Device)> {
         .collect()
 }
 
+/// Every CPU backend in both modes, eval (its plain device) and train (its
+/// autodiff device): ("flex eval", device), ("flex train", device), ….
+pub fn modes() -> Vec<(String, Device)> {
+    devices()
+        .into_iter()
+        .flat_map(|(backend, device)| {
+            [
+                (format!("{backend} eval"), device.clone()),
+                (format!("{backend} train"), device.autodiff()),
+            ]
+        })
+        .collect()
+}
+
 /// Stored valid lengths, (batch_size,) or (batch_size, num_queries).
 pub fn valid_lens(
     v: &Value,
