@@ -42,6 +42,7 @@ const SEARCH = {
   "bahdanau-attention": "Bahdanau",
   "multihead-attention": "transpose_qkv",
   "self-attention-positional-encoding": "sinusoidal",
+  "transformer": "AddNorm",
   "notes-on-speed": "mimalloc",
 };
 

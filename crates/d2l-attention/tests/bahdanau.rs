@@ -462,7 +462,7 @@ fn training_facts_hold_for_any_machine_s_run_and_catch_a_failed_one() {
         (
             "va !, bleu 1.000",
             "va ., bleu 0.000",
-            "`go .` is a training pair",
+            "`go .` must come out as `va !`",
         ),
         (
             "j'ai perdu ., bleu 1.000",

@@ -485,6 +485,8 @@ fn the_chapter_s_examples_and_model_size() {
     let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
     let model = Seq2SeqConfig::new(src, tgt, 32, 32, 2).init(&Device::flex());
     assert_eq!(model.num_params(), 49_449);
+    // the vocabularies the Transformer exercise's counts assume
+    assert_eq!((src, tgt), (184, 201));
     // On the whole corpus d2l's spaces give `recule` two spellings; the
     // normalised text one.
     let tokens = |text: &str| {
@@ -509,4 +511,92 @@ fn the_chapter_s_sources_have_at_most_five_tokens() {
     let pairs = tokenize_nmt(&preprocess_nmt(&full_corpus()), Some(600));
     let longest = pairs.source.iter().map(|s| s.len() + 1).max();
     assert_eq!(longest, Some(5));
+}
+
+#[test]
+fn a_training_on_a_corpus_too_small_stops_naming_the_file_and_counts() {
+    // A new user's 10-line fra.txt, where the chapters ask for 600 pairs.
+    let dir = tempfile::tempdir().unwrap();
+    let lines: String =
+        (0..10).map(|i| format!("Go {i}.\tVa {i} !\n")).collect();
+    std::fs::write(dir.path().join("fra.txt"), lines).unwrap();
+    let corpus = Corpus::load(Some(dir.path())).unwrap();
+    assert!(!corpus.is_d2l());
+    let err = corpus.training_data(10, 600).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            DataError::TooFewPairs {
+                found: 10,
+                needed: 600,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains(&dir.path().join("fra.txt").display().to_string())
+    );
+    assert!(corpus.split_by_source(10, 600, 0.1, 0).is_err());
+    assert_eq!(corpus.training_data(10, 10).unwrap().len(), 10);
+}
+
+#[test]
+fn every_training_of_the_book_reads_the_corpus_through_the_check() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/listings");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let code = std::fs::read_to_string(&path).unwrap();
+        assert!(!code.contains("NmtData::new("), "{}", path.display());
+        assert!(!code.contains("load_fra_eng("), "{}", path.display());
+        if code.contains("train_seq2seq") {
+            let checked = code.contains(".training_data(")
+                || code.contains(".split_by_source(");
+            assert!(checked, "{} trains without the check", path.display());
+        }
+    }
+}
+
+#[test]
+fn the_split_by_source_never_trains_on_a_validation_sentence() {
+    // 40 pairs over 20 sources (two translations each); each source's
+    // number is written twice, so it is in the vocabulary (seen twice)
+    // exactly when one of its pairs is trained on.
+    let text: String = (0..40)
+        .map(|i| format!("go {n} {n} .\tva {i} !\n", n = i / 2))
+        .collect();
+    let corpus = Corpus {
+        path: "fra.txt".into(),
+        text,
+    };
+    let split = |seed| corpus.split_by_source(6, 40, 0.25, seed).unwrap();
+    let (train, valid) = split(3);
+    // a quarter of the 20 sources, with both their pairs
+    assert_eq!((train.len(), valid.len()), (30, 10));
+    let device = Device::flex();
+    let numbers = |data: &NmtData| -> Vec<i64> {
+        let x = data.batches(100, 0, &device)[0].x.clone();
+        x.narrow(1, 1, 1).try_into_vec_as::<i64>().unwrap()
+    };
+    assert!(numbers(&train).iter().all(|&i| i != 0));
+    // <unk>: no validation source was trained on
+    assert!(numbers(&valid).iter().all(|&i| i == 0));
+    // another seed holds out other sentences
+    let (other, _) = split(4);
+    assert_ne!(other.src_vocab, train.src_vocab);
+}
+
+#[test]
+#[ignore = "needs the full corpus in D2L_DATA_DIR"]
+fn the_shared_corpus_is_d2l_s_even_with_windows_line_endings() {
+    let corpus = Corpus::load(None).unwrap();
+    assert!(corpus.is_d2l());
+    let dir = tempfile::tempdir().unwrap();
+    let windows = corpus.text.replace('\n', "\r\n");
+    std::fs::write(dir.path().join("fra.txt"), windows).unwrap();
+    assert!(Corpus::load(Some(dir.path())).unwrap().is_d2l());
+    // the comparison's held-out pairs and the larger split
+    let train = corpus.training_data(10, 600).unwrap();
+    assert_eq!(corpus.held_out(&train, 600, 3000).unwrap().len(), 75);
 }

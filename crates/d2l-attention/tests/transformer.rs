@@ -329,3 +329,43 @@ fn it_trains_predicts_saves_and_loads_like_any_seq2seq_model() {
         assert_eq!(again.unwrap().text, "salut !", "{backend}");
     }
 }
+
+/// The parameters of a Transformer with `d` hidden units, an FFN of `f`
+/// and `l` blocks, counted by hand: attention projections without biases
+/// (4 d² per attention), two layer-norm vectors per add & norm, an FFN of
+/// two biased linear layers; embeddings, and the decoder's dense layer.
+fn closed_form(d: usize, f: usize, l: usize, vocab: (usize, usize)) -> usize {
+    let ffn = d * f + f + f * d + d;
+    let encoder_block = 4 * d * d + 2 * (2 * d) + ffn;
+    let decoder_block = 2 * (4 * d * d) + 3 * (2 * d) + ffn;
+    let (src, tgt) = vocab;
+    src * d + l * encoder_block + tgt * d + l * decoder_block + d * tgt + tgt
+}
+
+#[test]
+fn the_exercise_s_parameter_counts_are_the_closed_form_s() {
+    use d2l_attention::listings::transformer_exercises::VARIANT_PARAMS;
+    // d2l's vocabularies of the 600 pairs (see the corpus tests)
+    let vocab = (184, 201);
+    let device = Device::flex();
+    let base = TransformerConfig::new(vocab.0, vocab.1);
+    let count = |config: TransformerConfig| config.init(&device).num_params();
+    let cases = [
+        (base.clone(), closed_form(32, 64, 2, vocab)),
+        (
+            base.clone().with_num_layers(4),
+            closed_form(32, 64, 4, vocab),
+        ),
+        (
+            base.clone().with_num_hiddens(64).with_ffn_num_hiddens(128),
+            closed_form(64, 128, 2, vocab),
+        ),
+    ];
+    for (i, (config, expected)) in cases.into_iter().enumerate() {
+        assert_eq!(count(config), expected, "variant {i}");
+        assert_eq!(VARIANT_PARAMS[i], expected, "variant {i}");
+    }
+    let additive = count(base.with_additive_hiddens(Some(32)));
+    assert_eq!(VARIANT_PARAMS[3], additive);
+    assert!(additive > VARIANT_PARAMS[0]);
+}

@@ -5,9 +5,9 @@ use std::fmt::Write;
 use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor};
 
-use super::{Check, Listing, Output};
+use super::{Check, Listing, Output, Progress};
 use crate::bahdanau::*;
-use crate::machine_translation::{NmtData, bleu, load_fra_eng};
+use crate::machine_translation::{Corpus, NmtData, bleu, cache_dir};
 use crate::plot::{Diagram, Node};
 use crate::seq2seq::*;
 use crate::{Axes, HeatmapOptions, Series, plot, show_heatmaps};
@@ -74,6 +74,28 @@ fn model_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR_END: diagram
     out.figure("bahdanau-diagram", figure);
     Ok(())
+}
+
+/// Where the chapter's trained model is kept.
+fn model_path() -> std::path::PathBuf {
+    cache_dir().join("bahdanau-fra-eng.bpk")
+}
+
+/// The chapter's trained model and its data, loaded from where
+/// `bahdanau-train` saved it (trained first when it is not there).
+///
+/// # Errors
+/// When the corpus cannot be had, or the training or loading fails.
+pub fn trained_model(
+    device: &Device,
+) -> anyhow::Result<(BahdanauModel, NmtData)> {
+    if !model_path().exists() {
+        train_demo(device, &mut Output::default())?;
+    }
+    let data = Corpus::load(None)?.training_data(10, 600)?;
+    let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
+    let model = Seq2SeqConfig::new(src, tgt, 32, 32, 2).init(device);
+    Ok((load_model(model, &model_path())?, data))
 }
 
 fn shapes_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
@@ -154,21 +176,8 @@ pub fn train_facts(text: &str) -> anyhow::Result<()> {
     anyhow::ensure!(epochs == num_epochs, "not {num_epochs} epochs: `{first}`");
     for (eng, fra) in EXAMPLES {
         let line = lines.next().unwrap_or_default();
-        let (written, score) = line
-            .strip_prefix(&format!("{eng} => "))
-            .and_then(|rest| rest.rsplit_once(", bleu "))
-            .ok_or_else(|| {
-                anyhow::anyhow!("no translation of `{eng}` in `{line}`")
-            })?;
-        let score: f64 = score.parse().unwrap_or(f64::NAN);
-        anyhow::ensure!(
-            !written.trim().is_empty() && (0.0..=1.0).contains(&score),
-            "no translation or a BLEU outside [0, 1]: `{line}`"
-        );
-        anyhow::ensure!(
-            eng == EXAMPLES[2].0 || (written == fra && score == 1.0),
-            "`{eng}` is a training pair and must come out as `{fra}`: `{line}`"
-        );
+        // the three training pairs come out exactly
+        check_translation(line, eng, fra, eng != EXAMPLES[2].0)?;
     }
     let source: Vec<&str> = EXAMPLES[3].0.split(' ').chain(["<eos>"]).collect();
     let written: Vec<&str> =
@@ -196,12 +205,41 @@ pub fn train_facts(text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Checks a line `{eng} => {written}, bleu {score}`: some words, a BLEU
+/// in [0, 1], and when `exact`, `fra` with BLEU 1.
+///
+/// # Errors
+/// The first check that fails, quoting the line.
+pub(super) fn check_translation(
+    line: &str,
+    eng: &str,
+    fra: &str,
+    exact: bool,
+) -> anyhow::Result<()> {
+    let (written, score) = line
+        .strip_prefix(&format!("{eng} => "))
+        .and_then(|rest| rest.rsplit_once(", bleu "))
+        .ok_or_else(|| {
+            anyhow::anyhow!("no translation of `{eng}` in `{line}`")
+        })?;
+    let score: f64 = score.parse().unwrap_or(f64::NAN);
+    anyhow::ensure!(
+        !written.trim().is_empty() && (0.0..=1.0).contains(&score),
+        "no translation or a BLEU outside [0, 1]: `{line}`"
+    );
+    anyhow::ensure!(
+        !exact || (written == fra && score == 1.0),
+        "`{eng}` must come out as `{fra}`: `{line}`"
+    );
+    Ok(())
+}
+
 fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: train
     let (embed_size, num_hiddens, num_layers, dropout) = (32, 32, 2, 0.1);
     let (batch_size, num_steps) = (64, 10);
-    let text = load_fra_eng(None)?; // the corpus: downloaded once, then cached
-    let data = NmtData::new(&text, num_steps, 600)?;
+    let corpus = Corpus::load(None)?; // downloaded once, then cached
+    let data = corpus.training_data(num_steps, 600)?;
     let train_device = device.clone().autodiff();
     train_device.seed(SEED); // initial weights and dropout masks
     let (src_vocab_size, tgt_vocab_size) =
@@ -217,21 +255,11 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     .init(&train_device);
     // lr 0.005, 250 epochs
     let config = TrainConfig::new().with_batch_size(batch_size);
-    let progress = indicatif::ProgressBar::new(config.num_epochs as u64)
-        .with_style(indicatif::ProgressStyle::with_template(
-            "{bar:30} epoch {pos}/{len}, {msg}",
-        )?);
-    let mut epochs = Vec::new();
-    let model = train_seq2seq(model, &data, &config, &train_device, |epoch| {
-        progress.set_message(format!(
-            "loss {:.3}, {:.0} tokens/s",
-            epoch.loss,
-            epoch.tokens_per_sec()
-        ));
-        progress.inc(1);
-        epochs.push(epoch);
+    let mut progress = Progress::new(config.num_epochs)?;
+    let model = train_seq2seq(model, &data, &config, &train_device, |e| {
+        progress.epoch(e)
     })?;
-    progress.finish_and_clear();
+    let epochs = progress.finish();
     let last = epochs.last().expect("at least one epoch");
     let backend = crate::device::name(device);
     writeln!(
@@ -250,9 +278,7 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         )?,
     );
     // ANCHOR: save
-    let path =
-        crate::machine_translation::cache_dir().join("bahdanau-fra-eng.bpk");
-    save_model(&model, &path)?;
+    save_model(&model, &model_path())?;
     // ANCHOR_END: save
     // ANCHOR: translate
     let model = model.valid(); // no dropout, no gradients

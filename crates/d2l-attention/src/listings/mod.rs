@@ -22,6 +22,50 @@ pub mod nw;
 pub mod qkv;
 pub mod scoring;
 pub mod self_attention;
+pub mod transformer;
+pub mod transformer_exercises;
+pub mod transformer_training;
+
+/// The progress bar of a training listing, which also keeps its epochs.
+pub struct Progress {
+    bar: indicatif::ProgressBar,
+    epochs: Vec<crate::seq2seq::Epoch>,
+}
+
+impl Progress {
+    /// A bar for `num_epochs` epochs, on stderr.
+    ///
+    /// # Errors
+    /// When indicatif rejects the bar's template.
+    pub fn new(num_epochs: usize) -> anyhow::Result<Self> {
+        let style = indicatif::ProgressStyle::with_template(
+            "{bar:30} epoch {pos}/{len}, {msg}",
+        )?;
+        let bar =
+            indicatif::ProgressBar::new(num_epochs as u64).with_style(style);
+        Ok(Progress {
+            bar,
+            epochs: Vec::new(),
+        })
+    }
+
+    /// Shows `epoch`'s loss and speed, and keeps it.
+    pub fn epoch(&mut self, epoch: crate::seq2seq::Epoch) {
+        self.bar.set_message(format!(
+            "loss {:.3}, {:.0} tokens/s",
+            epoch.loss,
+            epoch.tokens_per_sec()
+        ));
+        self.bar.inc(1);
+        self.epochs.push(epoch);
+    }
+
+    /// Clears the bar; returns the epochs seen.
+    pub fn finish(self) -> Vec<crate::seq2seq::Epoch> {
+        self.bar.finish_and_clear();
+        self.epochs
+    }
+}
 
 /// A listing's run: the device to compute on, and where its printed text
 /// and figures go.
@@ -66,6 +110,9 @@ pub fn all() -> Vec<Listing> {
         bahdanau::LISTINGS,
         multihead::LISTINGS,
         self_attention::LISTINGS,
+        transformer::LISTINGS,
+        transformer_training::LISTINGS,
+        transformer_exercises::LISTINGS,
     ]
     .concat()
 }

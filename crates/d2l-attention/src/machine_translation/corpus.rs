@@ -37,6 +37,18 @@ pub const FRA_ENG: Source = Source {
     url: "http://d2l-data.s3-accelerate.amazonaws.com/fra-eng.zip",
     sha1: "94646ad1522d915e7b0f9296181140edcf86a4f5",
 };
+/// The SHA-256 of d2l's `fra.txt` (the member of [`FRA_ENG`]'s zip) as
+/// [`read_corpus`] returns it: 167,130 lines ending in `\n`, no byte-order
+/// mark.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::machine_translation::*;
+///
+/// assert!(FRA_TXT_SHA256.starts_with("0bb85dba"));
+/// ```
+pub const FRA_TXT_SHA256: &str =
+    "0bb85dbaa1c896844649094d7eaf2e34bee34e84fe362b26ce7e8f2e12aae104";
 /// The zip member holding the sentence pairs.
 ///
 /// # Examples
@@ -142,6 +154,19 @@ pub enum DataError {
         /// Byte offset of the first invalid sequence.
         offset: usize,
     },
+    /// The corpus holds fewer sentence pairs than a training asks for.
+    #[error(
+        "`{}` holds {found} usable sentence pairs, but {needed} are needed; is it the whole of d2l's fra.txt?",
+        .path.display()
+    )]
+    TooFewPairs {
+        /// The corpus file.
+        path: PathBuf,
+        /// Pairs found.
+        found: usize,
+        /// Pairs needed.
+        needed: usize,
+    },
     /// Reading or writing a file failed.
     #[error("`{}`: {error}", .path.display())]
     Io {
@@ -191,12 +216,14 @@ pub fn cache_dir() -> PathBuf {
 /// assert_eq!(load_fra_eng(Some(dir.path())).unwrap(), "Go.\tVa !\n");
 /// ```
 pub fn load_fra_eng(explicit: Option<&Path>) -> Result<String, DataError> {
+    read_corpus(&locate(explicit)?)
+}
+
+/// [`locate_fra_eng`] with `explicit` or else [`DATA_DIR_ENV`], the user
+/// cache folder and d2l's download.
+pub(super) fn locate(explicit: Option<&Path>) -> Result<PathBuf, DataError> {
     let from_env = std::env::var_os(DATA_DIR_ENV).map(PathBuf::from);
-    read_corpus(&locate_fra_eng(
-        explicit.or(from_env.as_deref()),
-        &cache_dir(),
-        FRA_ENG,
-    )?)
+    locate_fra_eng(explicit.or(from_env.as_deref()), &cache_dir(), FRA_ENG)
 }
 
 /// Finds `fra.txt`, in this order: `explicit`, a folder holding `fra.txt`

@@ -7,11 +7,14 @@
 //! licence CC-BY 2.0 France.
 
 mod corpus;
+mod split;
 
+use corpus::locate;
 pub use corpus::{
-    DATA_DIR_ENV, DataError, FRA_ENG, FRA_ENG_MEMBER, Source, cache_dir,
-    extract_fra_eng, load_fra_eng, locate_fra_eng, read_corpus,
+    DATA_DIR_ENV, DataError, FRA_ENG, FRA_ENG_MEMBER, FRA_TXT_SHA256, Source,
+    cache_dir, extract_fra_eng, load_fra_eng, locate_fra_eng, read_corpus,
 };
+pub use split::Corpus;
 
 use std::collections::HashMap;
 
@@ -365,8 +368,10 @@ pub struct NmtData {
 
 impl NmtData {
     /// d2l's `load_data_nmt` on a corpus text: preprocess, take the first
-    /// `num_examples` pairs, build vocabularies (min_freq 2, reserved
-    /// `<pad>`, `<bos>`, `<eos>`) and padded arrays of `num_steps` tokens.
+    /// `num_examples` pairs (or all there are, when fewer: trainings read
+    /// the corpus through [`Corpus::training_data`], which refuses that),
+    /// build vocabularies (min_freq 2, reserved `<pad>`, `<bos>`, `<eos>`)
+    /// and padded arrays of `num_steps` tokens.
     ///
     /// # Errors
     /// [`DataError::NoPairs`] when no line holds a pair (a file of another
@@ -394,18 +399,58 @@ impl NmtData {
                 skipped: pairs.skipped,
             });
         }
+        Ok(Self::new_from_pairs(&pairs, num_steps))
+    }
+
+    /// The data of tokenised `pairs`, with vocabularies built from them as
+    /// [`NmtData::new`] builds them.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::machine_translation::*;
+    ///
+    /// let pairs = tokenize_nmt("go .\tva !\n", None);
+    /// assert_eq!(NmtData::new_from_pairs(&pairs, 5).len(), 1);
+    /// ```
+    pub fn new_from_pairs(pairs: &Pairs, num_steps: usize) -> Self {
         let reserved = ["<pad>", "<bos>", "<eos>"];
-        let src_vocab = Vocab::new(&pairs.source, 2, &reserved);
-        let tgt_vocab = Vocab::new(&pairs.target, 2, &reserved);
+        let vocabs = (
+            Vocab::new(&pairs.source, 2, &reserved),
+            Vocab::new(&pairs.target, 2, &reserved),
+        );
+        Self::encode_with(pairs, vocabs, num_steps)
+    }
+
+    /// Other `pairs` encoded with this data's vocabularies and number of
+    /// steps (validation data: unseen tokens become `<unk>`).
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::machine_translation::*;
+    ///
+    /// let data = NmtData::new(&"go .\tva !\n".repeat(2), 5, 2).unwrap();
+    /// let other = data.encode(&tokenize_nmt("go away .\tva !\n", None));
+    /// assert_eq!((other.len(), other.src_vocab.len()), (1, data.src_vocab.len()));
+    /// ```
+    pub fn encode(&self, pairs: &Pairs) -> Self {
+        let vocabs = (self.src_vocab.clone(), self.tgt_vocab.clone());
+        Self::encode_with(pairs, vocabs, self.num_steps)
+    }
+
+    fn encode_with(
+        pairs: &Pairs,
+        (src_vocab, tgt_vocab): (Vocab, Vocab),
+        num_steps: usize,
+    ) -> Self {
         let source = build_array_nmt(&pairs.source, &src_vocab, num_steps);
         let target = build_array_nmt(&pairs.target, &tgt_vocab, num_steps);
-        Ok(NmtData {
+        NmtData {
             src_vocab,
             tgt_vocab,
             num_steps,
             source,
             target,
-        })
+        }
     }
 
     /// The number of sentence pairs.

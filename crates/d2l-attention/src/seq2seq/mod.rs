@@ -13,7 +13,10 @@ pub use model::{
 pub use predict::{
     ModelFileError, Translation, load_model, predict_seq2seq, save_model,
 };
-pub use train::{Epoch, Step, TrainConfig, train_batch, train_seq2seq};
+pub use train::{
+    Epoch, Step, TrainConfig, evaluate_loss, train_batch, train_seq2seq,
+    train_seq2seq_with_validation,
+};
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::GradientsParams;

@@ -1,7 +1,7 @@
 //! Training an encoder–decoder (d2l zh §9.7.4): settings, one step, and
 //! the loop over epochs.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
 use burn::prelude::Config;
@@ -118,8 +118,12 @@ pub struct Epoch {
     pub loss: f64,
     /// Valid target tokens seen so far.
     pub tokens: usize,
-    /// Seconds of training so far.
+    /// Seconds of training so far (validation excluded).
     pub seconds: f64,
+    /// The loss on the validation data, with no dropout (see
+    /// [`evaluate_loss`]), when training was given some
+    /// ([`train_seq2seq_with_validation`]).
+    pub valid_loss: Option<f64>,
 }
 
 impl Epoch {
@@ -129,7 +133,7 @@ impl Epoch {
     /// ```
     /// use d2l_attention::seq2seq::Epoch;
     ///
-    /// let epoch = Epoch { epoch: 1, loss: 0.5, tokens: 1000, seconds: 2.0 };
+    /// let epoch = Epoch { epoch: 1, loss: 0.5, tokens: 1000, seconds: 2.0, valid_loss: None };
     /// assert_eq!(epoch.tokens_per_sec(), 500.0);
     /// ```
     pub fn tokens_per_sec(&self) -> f64 {
@@ -216,9 +220,29 @@ pub fn train_batch<E: Encoder, D: Decoder<E::Output>>(
     bos: i64,
     config: &TrainConfig,
 ) -> Result<Step<EncoderDecoder<E, D>>, Seq2SeqError> {
+    check_training(config, &batch.y.device(), batch.y.dims()[1])?;
+    let num_tokens = batch.y_valid_len.lens().iter().sum();
+    let loss = batch_loss(&model, batch, bos);
+    let mut grads = GradientsParams::from_grads(loss.backward(), &model);
+    let grad_norm = grad_clipping(&model, &mut grads, config.clip_norm);
+    Ok(Step {
+        model: optimizer.step(config.lr, model, grads),
+        loss_sum: loss.detach(),
+        num_tokens,
+        grad_norm,
+    })
+}
+// ANCHOR_END: train_batch
+
+/// The summed sequence losses of `batch` under teacher forcing from `bos`,
+/// (1,), on the device.
+fn batch_loss<E: Encoder, D: Decoder<E::Output>>(
+    model: &EncoderDecoder<E, D>,
+    batch: Batch,
+    bos: i64,
+) -> Tensor<1> {
     let [batch_size, num_steps] = batch.y.dims();
     let device = batch.y.device();
-    check_training(config, &device, num_steps)?;
     // Target steps past the longest target add only masked losses. A decoder
     // whose step t reads steps up to t only (d2l's RNNs, and the
     // Transformer's masked self-attention) gives the kept steps unchanged.
@@ -231,19 +255,49 @@ pub fn train_batch<E: Encoder, D: Decoder<E::Output>>(
     let decoded = model.forward(batch.x, dec_input, Some(batch.x_valid_len));
     let label = batch.y.narrow(1, 0, tgt_len);
     // Rescaled so that each sequence's loss is still averaged over num_steps.
-    let loss =
-        masked_softmax_ce_loss(decoded.output, label, &batch.y_valid_len).sum()
-            * (tgt_len as f64 / num_steps as f64);
-    let mut grads = GradientsParams::from_grads(loss.backward(), &model);
-    let grad_norm = grad_clipping(&model, &mut grads, config.clip_norm);
-    Ok(Step {
-        model: optimizer.step(config.lr, model, grads),
-        loss_sum: loss.detach(),
-        num_tokens: batch.y_valid_len.lens().iter().sum(),
-        grad_norm,
-    })
+    masked_softmax_ce_loss(decoded.output, label, &batch.y_valid_len).sum()
+        * (tgt_len as f64 / num_steps as f64)
 }
-// ANCHOR_END: train_batch
+
+/// d2l's loss metric (summed sequence losses over valid target tokens) of
+/// `model` on `data` under teacher forcing, in batches of `batch_size`, on
+/// `model`'s device: pass the inference copy (`model.valid()`) for a
+/// validation loss without dropout. The decoder's causal mask applies as
+/// in training. One read from the device.
+///
+/// # Panics
+/// When `batch_size` is 0 or the data does not fit the model.
+///
+/// # Examples
+/// ```
+/// # use burn::module::Module;
+/// # use burn::tensor::Device;
+/// # use d2l_attention::bahdanau::Seq2SeqConfig;
+/// # use d2l_attention::machine_translation::NmtData;
+/// use d2l_attention::seq2seq::evaluate_loss;
+///
+/// let data = NmtData::new(&"go .\tva !\nhi .\tsalut !\n".repeat(2), 5, 4).unwrap();
+/// let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
+/// let model = Seq2SeqConfig::new(src, tgt, 4, 8, 1).init(&Device::flex());
+/// // Untrained: about ln(7), the cross-entropy of uniform scores over 7
+/// // tokens, divided by num_steps = 5 as d2l's metric divides it.
+/// let loss = evaluate_loss(&model, &data, 2, &Device::flex());
+/// assert!((loss - 7f64.ln() / 5.0).abs() < 0.1, "{loss}");
+/// ```
+pub fn evaluate_loss<E: Encoder, D: Decoder<E::Output>>(
+    model: &EncoderDecoder<E, D>,
+    data: &NmtData,
+    batch_size: usize,
+    device: &Device,
+) -> f64 {
+    let bos = data.tgt_vocab.index("<bos>") as i64;
+    let (mut sums, mut tokens) = (Vec::new(), 0);
+    for batch in data.batches(batch_size, 0, device) {
+        tokens += batch.y_valid_len.lens().iter().sum::<usize>();
+        sums.push(batch_loss(model, batch, bos));
+    }
+    Tensor::cat(sums, 0).sum().into_scalar::<f64>() / tokens as f64
+}
 
 /// The checks of [`train_batch`], before anything is computed.
 fn check_training(
@@ -294,10 +348,59 @@ fn check_training(
 /// train_seq2seq(model, &data, &config, &device, |e| losses.push(e.loss)).unwrap();
 /// assert!(losses[19] < losses[0] / 2.0, "{losses:?}");
 /// ```
-// ANCHOR: train_seq2seq
 pub fn train_seq2seq<E: Encoder, D: Decoder<E::Output>>(
+    model: EncoderDecoder<E, D>,
+    data: &NmtData,
+    config: &TrainConfig,
+    device: &Device,
+    on_epoch: impl FnMut(Epoch),
+) -> Result<EncoderDecoder<E, D>, Seq2SeqError> {
+    train(model, data, None, config, device, on_epoch)
+}
+
+/// [`train_seq2seq`], and after each epoch the loss on `valid` (see
+/// [`evaluate_loss`]: no dropout, the causal mask as in training) in
+/// [`Epoch::valid_loss`]. Validation time is not counted in
+/// [`Epoch::seconds`].
+///
+/// # Errors
+/// As [`train_seq2seq`].
+///
+/// # Examples
+/// ```
+/// # use burn::tensor::Device;
+/// # use d2l_attention::bahdanau::Seq2SeqConfig;
+/// # use d2l_attention::machine_translation::NmtData;
+/// use d2l_attention::seq2seq::{TrainConfig, train_seq2seq_with_validation};
+///
+/// let data = NmtData::new(&"go .\tva !\nhi .\tsalut !\n".repeat(2), 5, 4).unwrap();
+/// let device = Device::flex().autodiff();
+/// let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
+/// let model = Seq2SeqConfig::new(src, tgt, 4, 8, 1).init(&device);
+/// let config = TrainConfig::new().with_num_epochs(20).with_batch_size(4).with_lr(0.05);
+/// let mut valid = Vec::new();
+/// train_seq2seq_with_validation(model, &data, &data, &config, &device, |e| {
+///     valid.push(e.valid_loss.unwrap())
+/// })
+/// .unwrap();
+/// assert!(valid[19] < valid[0] / 2.0, "{valid:?}");
+/// ```
+pub fn train_seq2seq_with_validation<E: Encoder, D: Decoder<E::Output>>(
+    model: EncoderDecoder<E, D>,
+    data: &NmtData,
+    valid: &NmtData,
+    config: &TrainConfig,
+    device: &Device,
+    on_epoch: impl FnMut(Epoch),
+) -> Result<EncoderDecoder<E, D>, Seq2SeqError> {
+    train(model, data, Some(valid), config, device, on_epoch)
+}
+
+// ANCHOR: train_seq2seq
+fn train<E: Encoder, D: Decoder<E::Output>>(
     mut model: EncoderDecoder<E, D>,
     data: &NmtData,
+    valid: Option<&NmtData>,
     config: &TrainConfig,
     device: &Device,
     mut on_epoch: impl FnMut(Epoch),
@@ -305,7 +408,7 @@ pub fn train_seq2seq<E: Encoder, D: Decoder<E::Output>>(
     check_training(config, device, 1)?;
     let mut optimizer = config.optimizer.init();
     let bos = data.tgt_vocab.index("<bos>") as i64;
-    let (start, mut tokens) = (Instant::now(), 0);
+    let (mut start, mut tokens) = (Instant::now(), 0);
     for epoch in 1..=config.num_epochs {
         let (mut loss_sum, mut epoch_tokens) = (Vec::new(), 0);
         let seed = config.seed.wrapping_add(epoch as u64);
@@ -322,12 +425,19 @@ pub fn train_seq2seq<E: Encoder, D: Decoder<E::Output>>(
             return Err(Seq2SeqError::Diverged { epoch, loss });
         }
         let seconds = start.elapsed().as_secs_f64();
+        let valid_loss = valid.map(|valid| {
+            let inner = device.clone().inner();
+            evaluate_loss(&model.valid(), valid, config.batch_size, &inner)
+        });
         on_epoch(Epoch {
             epoch,
             loss,
             tokens,
             seconds,
+            valid_loss,
         });
+        // Validation time is not training time.
+        start += start.elapsed() - Duration::from_secs_f64(seconds);
     }
     Ok(model)
 }
