@@ -138,7 +138,8 @@ fn decoder_only_exercise(
         let changed = gap.into_scalar::<f32>() > 0.0;
         writeln!(
             out,
-            "{name}: {} parameters; another source changes the output: {changed}",
+            "{name}: {} parameters; \
+             another source changes the output: {changed}",
             model.decoder.num_params()
         )?;
     }

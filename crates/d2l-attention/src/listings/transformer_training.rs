@@ -496,7 +496,8 @@ fn larger_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         let last = epochs.last().expect("epochs");
         writeln!(
             out,
-            "{name}: train {:.3}, valid {:.3} (first {:.3}, lowest {lowest:.3}, epoch {})",
+            "{name}: train {:.3}, valid {:.3} \
+             (first {:.3}, lowest {lowest:.3}, epoch {})",
             last.loss,
             valid[valid.len() - 1],
             valid[0],
