@@ -81,21 +81,22 @@ fn model_path() -> std::path::PathBuf {
     cache_dir().join("bahdanau-fra-eng.bpk")
 }
 
-/// The chapter's trained model and its data, loaded from where
-/// `bahdanau-train` saved it (trained first when it is not there).
+/// The chapter's trained model for `data` (the chapter's 600 pairs),
+/// loaded from where `bahdanau-train` saved it (trained first when it is
+/// not there).
 ///
 /// # Errors
-/// When the corpus cannot be had, or the training or loading fails.
+/// When the training or loading fails.
 pub fn trained_model(
+    data: &NmtData,
     device: &Device,
-) -> anyhow::Result<(BahdanauModel, NmtData)> {
+) -> anyhow::Result<BahdanauModel> {
     if !model_path().exists() {
         train_demo(device, &mut Output::default())?;
     }
-    let data = Corpus::load(None)?.training_data(10, 600)?;
     let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
     let model = Seq2SeqConfig::new(src, tgt, 32, 32, 2).init(device);
-    Ok((load_model(model, &model_path())?, data))
+    Ok(load_model(model, &model_path())?)
 }
 
 fn shapes_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {

@@ -195,19 +195,19 @@ fn heatmaps(
     Ok(())
 }
 
-/// The chapter's trained model and its data, loaded from where
-/// `transformer-train` saved it (trained first when it is not there).
+/// The chapter's trained model for `data` (d2l's 600 pairs), loaded from
+/// where `transformer-train` saved it (trained first when it is not
+/// there).
 pub fn trained_model(
+    data: &NmtData,
     device: &Device,
-) -> anyhow::Result<(TransformerModel, NmtData)> {
+) -> anyhow::Result<TransformerModel> {
     if !model_path().exists() {
         train_demo(device, &mut Output::default())?;
     }
-    let data = Corpus::load(None)?.training_data(10, 600)?;
-    let model =
-        TransformerConfig::new(data.src_vocab.len(), data.tgt_vocab.len())
-            .init(device);
-    Ok((load_model(model, &model_path())?, data))
+    let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
+    let model = TransformerConfig::new(src, tgt).init(device);
+    Ok(load_model(model, &model_path())?)
 }
 
 /// The sentence that every run we made translated exactly (BLEU 1): with
@@ -270,9 +270,11 @@ const HELD_OUT_WINDOW: usize = 3000;
 
 fn comparison_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: comparison
-    let (bahdanau, data) = bahdanau::trained_model(device)?;
-    let (transformer, _) = trained_model(device)?; // the same 600 pairs
-    let held_out = Corpus::load(None)?.held_out(&data, 600, HELD_OUT_WINDOW)?;
+    let corpus = Corpus::load(None)?;
+    let data = corpus.training_data(10, 600)?; // both chapters' pairs
+    let bahdanau = bahdanau::trained_model(&data, device)?;
+    let transformer = trained_model(&data, device)?;
+    let held_out = corpus.held_out(&data, 600, HELD_OUT_WINDOW)?;
     writeln!(out, "{:<34}{:>12}{:>12}", "", "Bahdanau", "Transformer")?;
     let row = |out: &mut Output, name: &str, a: String, b: String| {
         writeln!(out, "{name:<34}{a:>12}{b:>12}")
