@@ -25,7 +25,10 @@ pub struct WriteError {
 
 /// Writes `bytes` to `path` atomically: into a temporary file in the same
 /// folder, then renamed over `path`. On error `path` is left as it was and
-/// the temporary file is removed.
+/// the temporary file is removed. The file ends with the mode a plain write
+/// would leave: an existing file keeps its own, a new one gets 0o666 less
+/// the umask (usually 0o644), not the temporary file's private 0o600, so
+/// that a web server running as another user can serve a rewritten figure.
 ///
 /// # Errors
 /// [`WriteError`] naming `path` when its folder does not exist, is not a
@@ -51,9 +54,52 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(err)?;
+    let mut builder = tempfile::Builder::new();
+    // open(2) applies the umask to this mode, as it does for a plain write.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let mut tmp = builder.tempfile_in(dir).map_err(err)?;
+    if let Ok(existing) = std::fs::metadata(path) {
+        tmp.as_file()
+            .set_permissions(existing.permissions())
+            .map_err(err)?;
+    }
     tmp.write_all(bytes).map_err(err)?;
     tmp.as_file().sync_all().map_err(err)?;
     tmp.persist(path).map_err(|e| err(e.error))?;
     Ok(())
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn a_new_file_gets_the_mode_of_a_plain_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let (plain, atomic) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::write(&plain, b"x").unwrap();
+        write_atomic(&atomic, b"x").unwrap();
+        // 0o644 with the usual umask 022, where the temporary file is 0o600.
+        assert_eq!(mode(&atomic), mode(&plain));
+    }
+
+    #[test]
+    fn a_rewritten_file_keeps_its_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("figure.svg");
+        std::fs::write(&path, b"old").unwrap();
+        std::fs::set_permissions(&path, PermissionsExt::from_mode(0o640))
+            .unwrap();
+        write_atomic(&path, b"new").unwrap();
+        assert_eq!(
+            (mode(&path), std::fs::read(&path).unwrap()),
+            (0o640, b"new".to_vec())
+        );
+    }
 }
