@@ -1,8 +1,9 @@
 // The book as a reader's browser shows it: serves the built book (default
 // `book/html/`) on 127.0.0.1, opens every page in headless Chromium and fails,
 // naming the page and the element, when
-// - an image did not load, has no size or no description (alt text, the
-//   handouts' caption);
+// - a figure (an <object>, so that its hover titles show) did not load, has
+//   no size, no caption, or text under 9 px as shown; an image likewise;
+// - a character of the page shows as an empty box: no loaded font has it;
 // - a page whose source has math shows no KaTeX, a KaTeX error, or raw TeX;
 // - a request leaves 127.0.0.1, a request fails, or the console logs an error;
 // - a code block is wider than its column (it would scroll sideways);
@@ -69,6 +70,45 @@ const server = http.createServer((req, res) => {
 await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
 const base = `http://127.0.0.1:${server.address().port}`;
 
+// Characters of the page that no loaded font covers (they would show as
+// empty boxes): each character, drawn in its element's font, is compared
+// with characters that no font has.
+async function missingGlyphs() {
+  const main = document.querySelector("main");
+  const byFont = new Map();
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    const style = getComputedStyle(node.parentElement);
+    const font = `32px ${style.fontFamily}`;
+    const chars = byFont.get(font) ?? new Set();
+    for (const c of node.textContent) {
+      if (c.codePointAt(0) > 0x7e && c.trim()) chars.add(c);
+    }
+    byFont.set(font, chars);
+  }
+  const canvas = document.createElement("canvas");
+  canvas.width = canvas.height = 48;
+  const ctx = canvas.getContext("2d", { willReadFrequently: true });
+  const draw = (font, c) => {
+    ctx.clearRect(0, 0, 48, 48);
+    ctx.font = font;
+    ctx.fillText(c, 4, 36);
+    return ctx.getImageData(0, 0, 48, 48).data.join();
+  };
+  const found = [];
+  for (const [font, chars] of byFont) {
+    if (chars.size === 0) continue;
+    await document.fonts.load(font, [...chars].join(""));
+    const none = ["\u{10FFFD}", "\u0378"].map((c) => draw(font, c));
+    const missing = [...chars].filter((c) => none.includes(draw(font, c)));
+    if (missing.length) {
+      found.push(`no font has ${missing.join("")} (in ${font.slice(5, 40)})`);
+    }
+  }
+  return found;
+}
+
 const chapters = fs.readdirSync(src)
   .filter((f) => f.endsWith(".md") && f !== "SUMMARY.md")
   .map((f) => f.slice(0, -3));
@@ -98,6 +138,13 @@ for (const chapter of chapters) {
     return route.abort();
   });
   await page.goto(`${base}/${chapter}.html`, { waitUntil: "load" });
+  // Figures inside a closed solution load only once it is opened: open
+  // them all, as print does, and wait for every <object> to have its SVG.
+  await page.evaluate(() => document.querySelectorAll("details")
+    .forEach((d) => { d.open = true; }));
+  await page.waitForFunction(() => [...document.querySelectorAll("main object")]
+    .every((o) => o.contentDocument?.documentElement?.tagName === "svg"),
+  null, { timeout: 10000 }).catch(() => {});
   const source = fs.readFileSync(path.join(src, `${chapter}.md`), "utf8");
   const hasMath = /\$\$|\$[^$\s][^$]*\$/.test(source);
   problems.push(...await page.evaluate((hasMath) => {
@@ -107,9 +154,31 @@ for (const chapter of chapters) {
       if (!img.complete || img.naturalWidth === 0 || img.width === 0) {
         found.push(`image not shown: ${img.getAttribute("src")}`);
       }
-      // the description doubles as the figure's caption in the handouts
       if (!img.alt.trim()) {
         found.push(`image without a description: ${img.getAttribute("src")}`);
+      }
+    }
+    // Figures are <object>s, so that their hover titles show.
+    for (const figure of main.querySelectorAll("figure.figure")) {
+      const object = figure.querySelector("object");
+      const name = object?.getAttribute("data");
+      const svg = object?.contentDocument?.documentElement;
+      if (!svg || svg.tagName !== "svg" || object.clientWidth === 0) {
+        found.push(`figure not shown: ${name}`);
+        continue;
+      }
+      if (!figure.querySelector("figcaption")?.textContent.trim()) {
+        found.push(`figure without a caption: ${name}`);
+      }
+      // text at least 9 px as shown (the print width is checked by
+      // cargo test: attention-book's tests/figures.rs)
+      const scale = object.clientWidth / svg.width.baseVal.value;
+      for (const text of svg.querySelectorAll("text")) {
+        const px = parseFloat(getComputedStyle(text).fontSize) * scale;
+        if (px < 9) {
+          found.push(`text of ${px.toFixed(1)} px in ${name}: ${text.textContent.trim()}`);
+          break;
+        }
       }
     }
     const error = main.querySelector(".katex-error");
@@ -136,6 +205,7 @@ for (const chapter of chapters) {
     }
     return found;
   }, hasMath));
+  problems.push(...await page.evaluate(missingGlyphs));
   const term = SEARCH[chapter];
   if (term) {
     await page.click("#mdbook-search-toggle");

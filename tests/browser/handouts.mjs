@@ -1,8 +1,12 @@
-// Handouts: one print-ready PDF per chapter of the built book, and one of
-// the whole book, under `book/handouts/` (A4; `--letter` for US Letter).
-// Each PDF has the exercises' solutions open (theme/print.js), its figures
-// at full width as vectors with their alt text as a caption, and no browser
-// header or footer.
+// Handouts from the built book, under `book/handouts/a4/` (or
+// `book/handouts/letter/` with `--letter`, so that both sizes can be kept):
+// - one print-ready PDF per chapter and `book.pdf` of the whole book, with
+//   the exercises' solutions open (theme/print.js), figures at full width as
+//   vectors with their captions, and no browser header or footer;
+// - the figure pack for teachers, `figures/<chapter>.pdf` (and the `.html`
+//   it is printed from): each figure of the chapter at full page width, its
+//   caption, the page and section it belongs to, and the listing that drew
+//   it (its name from figures/fingerprints.txt and its code from the page).
 //
 // Usage: node tests/browser/handouts.mjs [HTML_DIR] [--letter]
 // (HTML_DIR defaults to book/html; the PDFs go next to it, in ../handouts)
@@ -24,52 +28,129 @@ for (const [what, file] of [["Chromium", executablePath],
     process.exit(2);
   }
 }
-const out = path.join(book, "..", "handouts");
-fs.mkdirSync(out, { recursive: true });
+const out = path.join(book, "..", "handouts", format.toLowerCase());
+const packDir = path.join(out, "figures");
+fs.mkdirSync(packDir, { recursive: true });
+const margin = { top: "18mm", bottom: "18mm", left: "16mm", right: "16mm" };
 
-// The chapters in reading order, from the sidebar of the first page.
+// Which listing wrote each figure: `name fingerprint file@hash…` lines.
+const drawnBy = new Map();
+const manifest = path.join(book, "figures", "fingerprints.txt");
+for (const line of fs.readFileSync(manifest, "utf8").split("\n")) {
+  const [name, , ...files] = line.split(" ");
+  for (const file of files) drawnBy.set(file.split("@")[0], name);
+}
+
 const browser = await chromium.launch({
   executablePath,
   args: ["--no-sandbox", "--disable-gpu", "--no-first-run",
     "--disable-background-networking"],
 });
 const page = await browser.newPage();
+// A figure that does not load would print as a blank space: fail instead.
+const failed = [];
+page.on("requestfailed", (r) => failed.push(`${r.url()}: ${r.failure()?.errorText}`));
 // mdBook's print.html calls window.print() when it loads, which would race
 // with page.pdf ("Page is already being printed"): disable it in every
 // document before the page's own scripts run.
 await page.addInitScript(() => {
   window.print = () => {};
 });
+// The chapters in reading order, from the sidebar of the first page.
 await page.goto(pathToFileURL(path.join(book, "index.html")).href);
 const chapters = await page.evaluate(() => [
   ...new Set([...document.querySelectorAll("#mdbook-sidebar a[href$='.html'], .sidebar a[href$='.html']")]
     .map((a) => a.getAttribute("href").split("#")[0])),
 ]);
 
-async function pdf(file, target) {
-  await page.goto(pathToFileURL(path.join(book, file)).href,
-    { waitUntil: "load" });
+async function open(url) {
+  await page.goto(url, { waitUntil: "load" });
   await page.emulateMedia({ media: "print" });
-  await page.evaluate(() => {
-    window.dispatchEvent(new Event("beforeprint"));
-    // each figure's alt text as a caption under it
-    for (const img of document.querySelectorAll("main img[alt]")) {
-      const caption = document.createElement("p");
-      caption.textContent = img.alt;
-      caption.style.cssText = "font-size: 0.85em; font-style: italic;";
-      img.after(caption);
-    }
-  });
-  await page.pdf({
-    path: target, format, printBackground: true,
-    margin: { top: "18mm", bottom: "18mm", left: "16mm", right: "16mm" },
-  });
+  await page.evaluate(() => window.dispatchEvent(new Event("beforeprint")));
+  // Figures in the solutions just opened load now: wait until each
+  // <object> has its document (a frame; file:// hides its content).
+  const wanted = await page.evaluate(() => document.querySelectorAll("object").length);
+  const deadline = Date.now() + 15000;
+  const loaded = () => page.frames().filter((f) => f.url().endsWith(".svg")).length;
+  while (loaded() < wanted && Date.now() < deadline) await page.waitForTimeout(50);
+  if (loaded() < wanted) failed.push(`${url}: ${loaded()} of ${wanted} figures loaded`);
 }
 
-for (const chapter of chapters) {
-  await pdf(chapter, path.join(out, chapter.replace(/\.html$/, ".pdf")));
-  console.log(`handouts: ${chapter}`);
+async function pdf(url, target) {
+  await open(url);
+  await page.pdf({ path: target, format, printBackground: true, margin });
 }
-await pdf("print.html", path.join(out, "book.pdf"));
+
+// Each figure of the open page: its SVG, caption, the nearest heading and
+// Rust listing before it.
+function figuresOfPage() {
+  const before = (el, selector) => [...document.querySelectorAll(selector)]
+    .filter((c) => c.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING)
+    .pop();
+  return [...document.querySelectorAll("main figure.figure")].map((f) => ({
+    svg: f.querySelector("object").getAttribute("data"),
+    caption: f.querySelector("figcaption").textContent,
+    section: before(f, "main h2, main h3")?.textContent ?? "",
+    code: before(f, "main pre > code.language-rust")?.innerText ?? "",
+  }));
+}
+
+const escape = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;")
+  .replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+
+function packHtml(title, chapter, figures) {
+  const items = figures.map((f, i) => {
+    const name = path.basename(f.svg);
+    const listing = drawnBy.get(name) ?? "(not in the manifest)";
+    const svg = path.relative(packDir, path.join(book, f.svg));
+    return `<section>
+<h2>Figure ${i + 1}: ${escape(f.section)}</h2>
+<object data="${escape(svg)}" type="image/svg+xml"></object>
+<p class="caption">${escape(f.caption)}</p>
+<p class="source">From the page “${escape(title)}” (${escape(chapter)}),
+drawn by the listing <code>${escape(listing)}</code>:</p>
+<pre>${escape(f.code)}</pre>
+</section>`;
+  });
+  return `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>Figures: ${escape(title)}</title>
+<style>
+body { font-family: sans-serif; margin: 0; }
+h1 { font-size: 1.4em; }
+h2 { font-size: 1.1em; margin: 0 0 0.5em; }
+section { break-before: page; }
+section:first-of-type { break-before: avoid; }
+object { display: block; width: 100%; }
+.caption { font-style: italic; }
+pre { font-size: 8pt; white-space: pre; break-inside: auto; }
+</style></head><body>
+<h1>${escape(title)}: the figures</h1>
+${items.join("\n")}
+</body></html>`;
+}
+
+let packs = 0;
+for (const chapter of chapters) {
+  const url = pathToFileURL(path.join(book, chapter)).href;
+  await pdf(url, path.join(out, chapter.replace(/\.html$/, ".pdf")));
+  const figures = await page.evaluate(figuresOfPage);
+  if (figures.length > 0) {
+    const title = await page.evaluate(
+      () => document.querySelector("main h1")?.textContent ?? document.title);
+    const html = path.join(packDir, chapter);
+    fs.writeFileSync(html, packHtml(title, chapter, figures));
+    await pdf(pathToFileURL(html).href, html.replace(/\.html$/, ".pdf"));
+    packs += 1;
+  }
+  console.log(`handouts: ${chapter} (${figures.length} figures)`);
+}
+await pdf(pathToFileURL(path.join(book, "print.html")).href,
+  path.join(out, "book.pdf"));
 await browser.close();
-console.log(`handouts: ${chapters.length} chapters and book.pdf in ${out}`);
+if (failed.length > 0) {
+  console.error(`handouts: failed to load:\n${failed.join("\n")}`);
+  process.exit(1);
+}
+console.log(`handouts: ${chapters.length} chapters and book.pdf in ${out}; ` +
+  `${packs} figure packs in ${packDir}`);

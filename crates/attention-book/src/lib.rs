@@ -9,6 +9,7 @@
 //! fingerprint changes or one of its files is missing or altered.
 
 pub mod compare;
+pub mod embed;
 pub mod fingerprint;
 
 use std::collections::BTreeMap;

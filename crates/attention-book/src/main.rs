@@ -1,13 +1,14 @@
 //! `mdbook-listings`: the book's preprocessor. Declared in `book.toml`, it
 //! runs before mdBook's `links` preprocessor on every `mdbook build` and
 //! `mdbook serve`, brings `figures/` up to date, and passes the book on
-//! unchanged. Run by hand, `mdbook-listings render` does the same.
+//! with each figure embedded as an `<object>` ([`embed_figures`]). Run by hand, `mdbook-listings render` does the same.
 
 use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use attention_book::embed::embed_figures;
 use attention_book::{check, compare_folders, render};
 use clap::{Parser, Subcommand};
 use d2l_attention::BackendChoice;
@@ -138,6 +139,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 folder
             };
             render(&listings::all(), &figures, backend, false)?;
+            let mut book = book;
+            let mut failed = None;
+            book.for_each_chapter_mut(|chapter| {
+                match embed_figures(&chapter.content, &ctx.root) {
+                    Ok(html) => chapter.content = html,
+                    Err(e) => failed = Some(e.context(chapter.name.clone())),
+                }
+            });
+            if let Some(e) = failed {
+                return Err(e);
+            }
             serde_json::to_writer(io::stdout(), &book)
                 .context("writing the book back to mdBook")?;
             Ok(())

@@ -168,3 +168,76 @@ fn every_captured_output_fits_80_columns() {
         }
     }
 }
+
+/// The SVG figures each page shows, in order, with their text.
+fn figures_of(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("!["))
+        .filter_map(|l| l.split_once("](figures/"))
+        .filter_map(|(_, rest)| rest.strip_suffix(".svg)"))
+        .map(|name| {
+            let svg = book().join("figures").join(format!("{name}.svg"));
+            (name.to_owned(), fs::read_to_string(svg).unwrap())
+        })
+        .collect()
+}
+
+/// Every figure's text is at least 9 px where the book shows it smallest:
+/// in print, at the A4 text width, or on screen.
+#[test]
+fn every_figure_s_text_is_at_least_9_px_where_it_is_shown() {
+    use d2l_attention::plot::{display_width, min_text_px};
+    let mut checked = 0;
+    for (page, text) in pages() {
+        for (name, svg) in figures_of(&text) {
+            let width: f64 = svg
+                .split("width=\"")
+                .nth(1)
+                .and_then(|w| w.split('"').next()?.parse().ok())
+                .unwrap();
+            let shown = display_width(width);
+            let px = min_text_px(&svg, shown).unwrap_or(f64::INFINITY);
+            assert!(
+                px >= 9.0,
+                "{}: figures/{name}.svg, {width} px wide, shown {shown} px \
+                 wide: its smallest text is {px:.1} px",
+                page.display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 30, "only {checked} figures found");
+}
+
+/// A series keeps its colour and line style (its legend swatch) across
+/// the figures of a page.
+#[test]
+fn a_series_looks_the_same_in_every_figure_of_a_page() {
+    let entry = regex::Regex::new(
+        r##"<(line|circle) [^>]*?((?:stroke|fill)="#[0-9A-F]{6}"[^>]*?)/>\n<text [^>]*>([^<]+)</text>"##,
+    )
+    .unwrap();
+    let position =
+        regex::Regex::new(r#"\b(x1|x2|y1|y2|cx|cy)="[^"]*" ?"#).unwrap();
+    let mut legends = 0;
+    for (page, text) in pages() {
+        let mut seen = std::collections::HashMap::new();
+        for (name, svg) in figures_of(&text) {
+            for c in entry.captures_iter(&svg) {
+                legends += 1;
+                let look = position.replace_all(&c[2], "").into_owned();
+                let label = c[3].to_owned();
+                let (first, figure) = seen
+                    .entry(label.clone())
+                    .or_insert((look.clone(), name.clone()));
+                assert_eq!(
+                    &look,
+                    first,
+                    "{}: “{label}” looks different in {name} and {figure}",
+                    page.display()
+                );
+            }
+        }
+    }
+    assert!(legends >= 10, "only {legends} legend entries found");
+}

@@ -37,16 +37,16 @@ fn model_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
     let size = (190, 44);
     let at = |column: i32, row: i32| (20 + 240 * column, 20 + 84 * row);
     let node = |column, row, text| Node::new(at(column, row), size, text);
-    let tokens = node(0, 3, "source tokens\nx₁ … x_T");
+    let tokens = node(0, 3, "source tokens\nx_{1} … x_{T}");
     let enc_embed = node(0, 2, "embedding");
     let enc_gru = node(0, 1, "encoder GRU, 2 layers");
-    let states = node(0, 0, "states h₁ … h_T\n(keys and values)");
-    let query = node(1, 0, "decoder state s_t′−1\n(the query)");
+    let states = node(0, 0, "states h_{1} … h_{T}\n(keys and values)");
+    let query = node(1, 0, "decoder state s_{t′−1}\n(the query)");
     let attention = node(1, 1, "additive attention");
-    let context = node(1, 2, "context c_t′");
-    let previous = node(2, 3, "previous token y_t′−1");
+    let context = node(1, 2, "context c_{t′}");
+    let previous = node(2, 3, "previous token y_{t′−1}");
     let dec_embed = node(2, 2, "embedding");
-    let dec_gru = node(2, 1, "decoder GRU, 2 layers\non [c_t′; embedding]");
+    let dec_gru = node(2, 1, "decoder GRU, 2 layers\non [c_{t′}; embedding]");
     let dense = node(2, 0, "dense: scores over\nthe target vocabulary");
     let figure = Diagram::new((712, 356))
         .arrow(tokens.side('t'), enc_embed.side('b'))

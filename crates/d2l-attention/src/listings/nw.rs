@@ -11,7 +11,7 @@ use crate::printing::{format_summary, format_tensor, format_wrapped};
 use crate::random::{rand, randn};
 use plotters::style::RGBColor;
 
-use crate::plot::Norm;
+use crate::plot::{LineStyle, Norm};
 use crate::{Axes, HeatmapOptions, Series, Svg, plot, show_heatmaps};
 
 /// This chapter's listings.
@@ -79,8 +79,8 @@ fn nonparametric_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let prediction = plot_kernel_reg(&data, y_hat)?;
     let heatmap = show_heatmaps(
         &attention_weights.unsqueeze::<4>(),
-        "Training inputs, sorted (index)",
-        "Test inputs, sorted (index)",
+        "Sorted training inputs",
+        "Sorted test inputs",
         HeatmapOptions::default(),
     )?;
     // ANCHOR_END: nonparametric_demo
@@ -200,8 +200,8 @@ fn test_and_draw(
     out.figure(name, plot_kernel_reg(data, y_hat)?);
     let heatmap = show_heatmaps(
         &weights.unsqueeze::<4>(),
-        "Training inputs, sorted (index)",
-        "Test inputs, sorted (index)",
+        "Sorted training inputs",
+        "Sorted test inputs",
         HeatmapOptions::default(),
     )?;
     out.figure(&format!("{name}-heatmap"), heatmap);
@@ -311,6 +311,21 @@ const KERNELS: [Kernel; 4] = [
 ];
 
 // ANCHOR: compare_kernels
+/// How the i-th kernel (or bandwidth) is drawn, the same in every figure:
+/// colours after matplotlib's blue, which the truth keeps.
+const LOOKS: [(RGBColor, LineStyle); 4] = [
+    (RGBColor(0x2c, 0xa0, 0x2c), LineStyle::Solid),
+    (RGBColor(0xd6, 0x27, 0x28), LineStyle::Dashed),
+    (RGBColor(0x94, 0x67, 0xbd), LineStyle::DashDot),
+    (RGBColor(0x8c, 0x56, 0x4b), LineStyle::Dotted),
+];
+
+/// Kernel `i`'s line.
+fn kernel_line(x: &[f64], y: &[f64], i: usize, label: &str) -> Series {
+    let (color, style) = LOOKS[i % LOOKS.len()];
+    Series::line(x, y).label(label).color(color).style(style)
+}
+
 /// Estimates for several kernels: a figure of the predictions, and a row
 /// of their weight heatmaps titled `titles`.
 fn compare_kernels(
@@ -320,23 +335,24 @@ fn compare_kernels(
 ) -> anyhow::Result<(Svg, Svg)> {
     let x_test = host(&data.x_test);
     let mut series = vec![
+        // as in plot_kernel_reg: matplotlib's blue
         Series::line(&x_test, &host(&data.y_truth))
             .label("Truth")
-            .color(RGBColor(0, 0, 0)),
+            .color(RGBColor(0x1f, 0x77, 0xb4)),
     ];
     let mut weights = Vec::new();
-    for (kernel, title) in kernels.iter().zip(titles) {
+    for (i, (kernel, title)) in kernels.iter().zip(titles).enumerate() {
         let (y_hat, w) = nadaraya_watson(
             data.x_train.clone(),
             data.y_train.clone(),
             data.x_test.clone(),
             *kernel,
         )?;
-        series.push(Series::line(&x_test, &host(&y_hat)).label(title));
+        series.push(kernel_line(&x_test, &host(&y_hat), i, title));
         weights.push(w.unsqueeze::<3>());
     }
     series.push(
-        Series::points(&host(&data.x_train), &host(&data.y_train)).alpha(0.4),
+        Series::points(&host(&data.x_train), &host(&data.y_train)).alpha(0.5),
     );
     let estimates = plot(
         &series,
@@ -348,8 +364,8 @@ fn compare_kernels(
     let grid = Tensor::cat(weights, 0).unsqueeze::<4>();
     let heatmaps = show_heatmaps(
         &grid,
-        "Training inputs, sorted (index)",
-        "Test inputs, sorted (index)",
+        "Sorted training inputs",
+        "Sorted test inputs",
         HeatmapOptions {
             titles: Some(titles),
             figsize: (10.0, 3.0),
@@ -373,8 +389,10 @@ fn kernels_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let shapes: Vec<Series> = KERNELS
         .iter()
         .zip(names)
-        .map(|(k, name)| {
-            Series::line(&u_axis, &host(&k.apply(u_tensor.clone()))).label(name)
+        .enumerate()
+        .map(|(i, (k, name))| {
+            let y = host(&k.apply(u_tensor.clone()));
+            kernel_line(&u_axis, &y, i, name)
         })
         .collect();
     let shapes = plot(

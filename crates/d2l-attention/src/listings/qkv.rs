@@ -26,17 +26,21 @@ fn pooling_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
     let (w, h) = (100, 36);
     let column = |i: i32| 170 + 120 * i; // x of item i's column
     let keys: Vec<Node> = (0..3)
-        .map(|i| Node::new((column(i), 20), (w, h), &format!("key k{}", i + 1)))
+        .map(|i| {
+            Node::new((column(i), 20), (w, h), &format!("key k_{{{}}}", i + 1))
+        })
         .collect();
     let query = Node::new((20, 92), (w, h), "query q").fill(QUERY);
-    let scores = Node::new((170, 92), (340, h), "scores a(q, kᵢ)");
+    let scores = Node::new((170, 92), (340, h), "scores a(q, k_{i})");
     let softmax = Node::new((170, 164), (340, h), "softmax");
     let weights: Vec<Node> = (0..3)
-        .map(|i| Node::new((column(i), 236), (w, h), &format!("α{}", i + 1)))
+        .map(|i| {
+            Node::new((column(i), 236), (w, h), &format!("α_{{{}}}", i + 1))
+        })
         .collect();
     let values: Vec<Node> = (0..3)
         .map(|i| {
-            let text = format!("value v{}", i + 1);
+            let text = format!("value v_{{{}}}", i + 1);
             Node::new((column(i), 308), (w, h), &text).fill(VALUE)
         })
         .collect();
@@ -44,7 +48,7 @@ fn pooling_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
         (560, 290),
         (120, 72),
         "output
-Σ αᵢ vᵢ",
+Σ α_{i} v_{i}",
     )
     .fill(QUERY);
     let mut diagram = Diagram::new((700, 364))

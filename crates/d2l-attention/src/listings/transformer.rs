@@ -28,8 +28,8 @@ pub const LISTINGS: &[Listing] = &[
 /// (right), each repeated n times, with where the masks act.
 fn model_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: diagram
-    let size = (220, 40);
-    let at = |column: i32, row: i32| (20 + 300 * column, 16 + 62 * row);
+    let size = (250, 44);
+    let at = |column: i32, row: i32| (10 + 310 * column, 14 + 62 * row);
     let node = |column, row, text| Node::new(at(column, row), size, text);
     let src = node(0, 8, "source tokens");
     let src_embed = node(0, 7, "embedding × √d + positions");
@@ -66,10 +66,10 @@ fn model_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
         .arrow(dec_norm2.side('t'), dec_ffn.side('b'))
         .arrow(dec_ffn.side('t'), dec_norm3.side('b'))
         .arrow(dec_norm3.side('t'), dense.side('b'))
-        .label((130, 40), "right: decoder block, n times")
-        .label((130, 64), "left: encoder block, n times")
-        .label((130, 104), "each add & norm:")
-        .label((130, 124), "LayerNorm(x + dropout(f(x)))")
+        .label((135, 40), "right: decoder block, n times")
+        .label((135, 64), "left: encoder block, n times")
+        .label((135, 104), "each add & norm:")
+        .label((135, 124), "LayerNorm(x + dropout(f(x)))")
         .node(src)
         .node(src_embed)
         .node(enc_attention)

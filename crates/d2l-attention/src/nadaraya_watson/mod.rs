@@ -409,8 +409,9 @@ pub fn nadaraya_watson(
 /// let data = Dataset::generate(50, 0, &Device::flex());
 /// let y_hat = average_pooling(data.y_train.clone(), 50);
 /// let svg = plot_kernel_reg(&data, y_hat).unwrap();
-/// // 50 training points, drawn as dots.
-/// assert_eq!(svg.as_str().matches("<circle").count(), 50);
+/// // 50 training points, drawn as dots of radius 3 (the lines' vertices
+/// // carry invisible hover targets of radius 4).
+/// assert_eq!(svg.as_str().matches(" r=\"3\">").count(), 50);
 /// ```
 pub fn plot_kernel_reg(
     data: &Dataset,

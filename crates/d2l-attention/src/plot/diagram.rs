@@ -4,7 +4,12 @@
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{FONT, PlotError, Svg, TICK_FONT, draw_err};
+use super::svg::subscripts;
+use super::{FONT, PlotError, Svg, draw_err};
+
+/// The text size of diagrams, in plotters' units (16 px written, the
+/// book's body text).
+const DIAGRAM_FONT: f64 = 16.0 * super::PLOTTERS_PT;
 
 /// A box of a [`Diagram`]: its top-left corner and size in px, its text
 /// (one or more lines) and its fill.
@@ -160,7 +165,7 @@ impl Diagram {
                 .into_drawing_area();
             root.fill(&WHITE).map_err(draw_err)?;
             let ink = RGBColor(0x33, 0x33, 0x33);
-            let centred = TextStyle::from((FONT, TICK_FONT + 1).into_font())
+            let centred = TextStyle::from((FONT, DIAGRAM_FONT).into_font())
                 .color(&ink)
                 .pos(Pos::new(HPos::Center, VPos::Center));
             for &(from, to) in &self.arrows {
@@ -182,7 +187,7 @@ impl Diagram {
                 .map_err(draw_err)?;
                 let n = node.text.len() as i32;
                 for (i, line) in node.text.iter().enumerate() {
-                    let dy = (2 * i as i32 - (n - 1)) * 9;
+                    let dy = (2 * i as i32 - (n - 1)) * 10;
                     let at = (x + w / 2, y + h / 2 + dy);
                     root.draw_text(line, &centred, at).map_err(draw_err)?;
                 }
@@ -192,7 +197,7 @@ impl Diagram {
             }
             root.present().map_err(draw_err)?;
         }
-        Ok(Svg(svg))
+        Ok(Svg(subscripts(&svg)))
     }
 }
 

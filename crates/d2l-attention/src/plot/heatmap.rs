@@ -1,23 +1,56 @@
 //! `show_heatmaps`: a grid of attention-weight matrices.
 
 use burn::tensor::Tensor;
+use std::fmt::Write;
 use std::ops::Range;
 
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::prelude::*;
 
+use super::svg::{escape, prepend, text_scale, value};
 use super::{
     Cmap, FONT, LABEL_FONT, PlotError, Svg, TICK_FONT, draw_err, integer_ticks,
     invalid, pixels, tick_label,
 };
 
-const COLORBAR_WIDTH: u32 = 75;
 const MARGIN: u32 = 6;
-/// Room for tick labels and the axis label below and left of a matrix,
-/// and for a title above it.
-const X_AREA: u32 = 42;
-const Y_AREA: u32 = 46;
-const TITLE_AREA: u32 = LABEL_FONT + 8;
+/// Figures with more cells than this carry one hover title per row instead
+/// of one per cell, to stay light.
+pub const CELL_TITLES_MAX: usize = 1_000;
+
+/// The room for each part of a heatmap, px, grown with its text.
+#[derive(Clone, Copy)]
+struct Areas {
+    /// Text scale ([`text_scale`]).
+    scale: f64,
+    /// Below and left of a matrix with an axis label.
+    x: u32,
+    y: u32,
+    /// Below and left of a matrix without one.
+    x_bare: u32,
+    y_bare: u32,
+    /// Above a matrix with a title.
+    title: u32,
+    colorbar: u32,
+    colorbar_labels: u32,
+}
+
+impl Areas {
+    fn new(width: u32) -> Self {
+        let scale = text_scale(width);
+        let px = |v: f64| (v * scale).round() as u32;
+        Areas {
+            scale,
+            x: px(44.0),
+            y: px(48.0),
+            x_bare: px(23.0),
+            y_bare: px(30.0),
+            title: px(LABEL_FONT + 8.0),
+            colorbar: px(78.0),
+            colorbar_labels: px(44.0),
+        }
+    }
+}
 
 /// The optional arguments of [`show_heatmaps`], with d2l's defaults: no
 /// titles, `figsize` (2.5, 2.5) and `cmap` Reds. Set some and keep the rest:
@@ -116,7 +149,12 @@ impl Norm {
 ///   colorbar shows only the last matrix's scale). A constant input is drawn
 ///   in the scale's middle colour.
 ///
-/// Each cell is square, as with matplotlib's `imshow`.
+/// Each cell is square, as with matplotlib's `imshow`. Hovering over a
+/// cell shows its panel title, query and key (their tokens when `yticks`
+/// and `xticks` are given) and value, as an SVG `<title>`; a figure of more
+/// than [`CELL_TITLES_MAX`] cells carries one title per row instead, naming
+/// the row's largest value and its key. Text grows with figures wider than
+/// the printed page ([`display_width`](super::display_width)).
 ///
 /// # Errors
 /// [`PlotError::InvalidArgument`] naming `matrices` when it has no entries
@@ -192,21 +230,25 @@ pub fn show_heatmaps(
     }
     let (vmin, vmax) = color_range(&values);
 
+    let areas = Areas::new(width);
+    let row_titles = values.len() > CELL_TITLES_MAX;
+
     let mut svg = String::new();
+    let mut cells_svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (width, height))
             .into_drawing_area();
         root.fill(&WHITE).map_err(draw_err)?;
         let (cells, bar) =
-            root.split_horizontally(width.saturating_sub(COLORBAR_WIDTH));
+            root.split_horizontally(width.saturating_sub(areas.colorbar));
         let (cells_w, cells_h) = cells.dim_in_pixel();
         let (cell_w, cell_h) =
             (cells_w / num_cols as u32, cells_h / num_rows as u32);
         // One square size for every matrix, fitting the most crowded cell.
-        let title_area = if titles.is_some() { TITLE_AREA } else { 0 };
-        let free_w = cell_w.saturating_sub(Y_AREA + 2 * MARGIN) as f64;
+        let title_area = if titles.is_some() { areas.title } else { 0 };
+        let free_w = cell_w.saturating_sub(areas.y + 2 * MARGIN) as f64;
         let free_h =
-            cell_h.saturating_sub(X_AREA + title_area + 2 * MARGIN) as f64;
+            cell_h.saturating_sub(areas.x + title_area + 2 * MARGIN) as f64;
         let side = (free_w / num_keys as f64).min(free_h / num_queries as f64);
         for (index, cell) in
             cells.split_evenly((num_rows, num_cols)).iter().enumerate()
@@ -217,11 +259,13 @@ pub fn show_heatmaps(
             let labels = CellLabels {
                 xlabel: (i + 1 == num_rows).then_some(xlabel),
                 ylabel: (j == 0).then_some(ylabel),
+                names: (xlabel, ylabel),
                 title: titles.map(|t| t[j]),
                 xticks,
                 yticks,
+                row_titles,
             };
-            draw_cell(
+            cells_svg.push_str(&draw_cell(
                 cell,
                 (num_queries, num_keys),
                 side,
@@ -229,23 +273,62 @@ pub fn show_heatmaps(
                 &labels,
                 (vmin, vmax),
                 (cmap, norm),
-            )?;
+                areas,
+            )?);
         }
         // matplotlib's `shrink=0.6`: 60 % of the height the matrices take.
         let bar_height = (0.6 * side * (num_rows * num_queries) as f64)
             .clamp(40.0, 0.9 * height as f64) as u32;
-        draw_colorbar(&bar, height, bar_height, (vmin, vmax), (cmap, norm))?;
+        draw_colorbar(
+            &bar,
+            height,
+            bar_height,
+            (vmin, vmax),
+            (cmap, norm),
+            areas,
+        )?;
         root.present().map_err(draw_err)?;
     }
+    prepend(&mut svg, &cells_svg);
     Ok(Svg(svg))
 }
 
 struct CellLabels<'a> {
+    /// The axis labels drawn beside this matrix, if any.
     xlabel: Option<&'a str>,
     ylabel: Option<&'a str>,
+    /// The axis labels, for hover titles.
+    names: (&'a str, &'a str),
     title: Option<&'a str>,
     xticks: Option<&'a [&'a str]>,
     yticks: Option<&'a [&'a str]>,
+    /// One hover title per row instead of per cell.
+    row_titles: bool,
+}
+
+impl CellLabels<'_> {
+    /// The `i`-th key's or query's name: its token in quotes, or its index.
+    fn tick(ticks: Option<&[&str]>, i: usize) -> String {
+        match ticks {
+            Some(t) => format!("“{}”", t[i]),
+            None => i.to_string(),
+        }
+    }
+
+    /// The hover title of cell (q, k), or of row q when `k` is None (then
+    /// naming the row's largest weight).
+    fn hover(&self, q: usize, k: usize, v: f64, whole_row: bool) -> String {
+        let (x, y) = self.names;
+        let panel = self.title.map(|t| format!("{t}: ")).unwrap_or_default();
+        let row = format!("{y} {}", Self::tick(self.yticks, q));
+        let col = format!("{x} {}", Self::tick(self.xticks, k));
+        let text = if whole_row {
+            format!("{panel}{row}: largest {} at {col}", value(v))
+        } else {
+            format!("{panel}{row}, {col}: {}", value(v))
+        };
+        format!("<title>{}</title>", escape(&text))
+    }
 }
 
 fn unravel(mut i: usize, dims: [usize; 4]) -> [usize; 4] {
@@ -277,11 +360,20 @@ fn draw_cell<DB: DrawingBackend>(
     labels: &CellLabels,
     (vmin, vmax): (f64, f64),
     (cmap, norm): (Cmap, Norm),
-) -> Result<(), PlotError> {
-    let x_area = if labels.xlabel.is_some() { X_AREA } else { 22 };
-    let y_area = if labels.ylabel.is_some() { Y_AREA } else { 28 };
+    areas: Areas,
+) -> Result<String, PlotError> {
+    let x_area = if labels.xlabel.is_some() {
+        areas.x
+    } else {
+        areas.x_bare
+    };
+    let y_area = if labels.ylabel.is_some() {
+        areas.y
+    } else {
+        areas.y_bare
+    };
     let title_area = if labels.title.is_some() {
-        TITLE_AREA
+        areas.title
     } else {
         0
     };
@@ -301,7 +393,7 @@ fn draw_cell<DB: DrawingBackend>(
         .x_label_area_size(x_area)
         .y_label_area_size(y_area);
     if let Some(title) = labels.title {
-        builder.caption(title, (FONT, LABEL_FONT));
+        builder.caption(title, (FONT, LABEL_FONT * areas.scale));
     }
     let x_range = IndexAxis::new(nk, false, labels.xticks.is_some());
     // Query 0 at the top, as in an image.
@@ -309,17 +401,10 @@ fn draw_cell<DB: DrawingBackend>(
     let mut chart = builder
         .build_cartesian_2d(x_range, y_range)
         .map_err(draw_err)?;
-    chart
-        .draw_series(matrix.iter().enumerate().map(|(idx, &v)| {
-            let (q, k) = ((idx / nk) as f64, (idx % nk) as f64);
-            let color = norm.color(cmap, v, (vmin, vmax));
-            Rectangle::new(
-                [(k - 0.5, q - 0.5), (k + 0.5, q + 0.5)],
-                color.filled(),
-            )
-        }))
-        .map_err(draw_err)?;
-    // Axes last, so that the cells do not cover them.
+    let cells = cells_svg(&chart, (nq, nk), matrix, labels, |v| {
+        norm.color(cmap, v, (vmin, vmax))
+    });
+    // The cells go under the axes, so that they do not cover them.
     // an index, or its label when the caller gave labels
     let label = |ticks: Option<&[&str]>, v: f64| match ticks {
         Some(t) => t.get(v.round() as usize).copied().unwrap_or("").to_owned(),
@@ -331,8 +416,8 @@ fn draw_cell<DB: DrawingBackend>(
     mesh.disable_mesh()
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
-        .label_style((FONT, super::TICK_FONT))
-        .axis_desc_style((FONT, LABEL_FONT));
+        .label_style((FONT, TICK_FONT * areas.scale))
+        .axis_desc_style((FONT, LABEL_FONT * areas.scale));
     if let Some(x) = labels.xlabel {
         mesh.x_desc(x);
     }
@@ -340,7 +425,65 @@ fn draw_cell<DB: DrawingBackend>(
         mesh.y_desc(y);
     }
     mesh.draw().map_err(draw_err)?;
-    Ok(())
+    Ok(cells)
+}
+
+/// A matrix's cells as SVG rectangles, each with its hover title (or one
+/// transparent rectangle per row carrying the row's title).
+fn cells_svg<DB: DrawingBackend>(
+    chart: &ChartContext<DB, Cartesian2d<IndexAxis, IndexAxis>>,
+    (nq, nk): (usize, usize),
+    matrix: &[f64],
+    labels: &CellLabels,
+    color: impl Fn(f64) -> RGBColor,
+) -> String {
+    let corner = |q: usize, k: usize| {
+        chart.backend_coord(&(k as f64 - 0.5, q as f64 - 0.5))
+    };
+    let mut out = String::from("<g>\n");
+    for q in 0..nq {
+        let row = &matrix[q * nk..(q + 1) * nk];
+        for (k, &v) in row.iter().enumerate() {
+            let ((x0, y0), (x1, y1)) = (corner(q, k), corner(q + 1, k + 1));
+            let RGBColor(r, g, b) = color(v);
+            let _ = write!(
+                out,
+                "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" \
+                 fill=\"#{r:02X}{g:02X}{b:02X}\"",
+                x0.min(x1),
+                y0.min(y1),
+                (x1 - x0).abs(),
+                (y1 - y0).abs()
+            );
+            if labels.row_titles {
+                out.push_str("/>\n");
+            } else {
+                let _ =
+                    writeln!(out, ">{}</rect>", labels.hover(q, k, v, false));
+            }
+        }
+        if labels.row_titles {
+            let ((x0, y0), (x1, y1)) = (corner(q, 0), corner(q + 1, nk));
+            let (k, v) = row.iter().copied().enumerate().fold(
+                (0, f64::NEG_INFINITY),
+                |a, b| {
+                    if b.1 > a.1 { b } else { a }
+                },
+            );
+            let _ = writeln!(
+                out,
+                "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" \
+                 opacity=\"0\">{}</rect>",
+                x0.min(x1),
+                y0.min(y1),
+                (x1 - x0).abs(),
+                (y1 - y0).abs(),
+                labels.hover(q, k, v, true)
+            );
+        }
+    }
+    out.push_str("</g>\n");
+    out
 }
 
 /// An axis over the indices 0..n of a matrix: each index owns the unit
@@ -435,15 +578,16 @@ fn draw_colorbar<DB: DrawingBackend>(
     bar_height: u32,
     (vmin, vmax): (f64, f64),
     (cmap, norm): (Cmap, Norm),
+    areas: Areas,
 ) -> Result<(), PlotError> {
     const STEPS: usize = 64;
     let bar = area
         .clone()
-        .shrink((0, (height - bar_height) / 2), (COLORBAR_WIDTH, bar_height));
+        .shrink((0, (height - bar_height) / 2), (areas.colorbar, bar_height));
     let mut chart = ChartBuilder::on(&bar)
         .margin_left(8)
         .margin_right(4)
-        .right_y_label_area_size(42)
+        .right_y_label_area_size(areas.colorbar_labels)
         .build_cartesian_2d(0.0..1.0, vmin..vmax)
         .map_err(draw_err)?
         .set_secondary_coord(0.0..1.0, ValueAxis { lo: vmin, hi: vmax });
@@ -460,7 +604,7 @@ fn draw_colorbar<DB: DrawingBackend>(
         .configure_secondary_axes()
         .x_labels(0)
         .y_label_formatter(&fmt)
-        .label_style((FONT, TICK_FONT))
+        .label_style((FONT, TICK_FONT * areas.scale))
         .draw()
         .map_err(draw_err)?;
     Ok(())
@@ -607,5 +751,59 @@ mod tests {
         .unwrap();
         // The middle of Reds (#fb6a4a) for all four cells.
         assert_eq!(constant.as_str().matches("fill=\"#FB6A4A\"").count(), 4);
+    }
+
+    #[test]
+    fn every_cell_names_its_row_column_and_value_on_hover() {
+        let m = matrices(vec![0.25, 0.75, 1.0, 0.0], [1, 1, 2, 2]);
+        let options = HeatmapOptions {
+            xticks: Some(&["go", "."]),
+            yticks: Some(&["va", "!"]),
+            titles: Some(&["Head 1"]),
+            ..Default::default()
+        };
+        let svg = show_heatmaps(&m, "Keys", "Queries", options).unwrap();
+        assert_eq!(svg.as_str().matches("<title>").count(), 4);
+        assert!(
+            svg.as_str()
+                .contains("<title>Head 1: Queries “!”, Keys “go”: 1</title>")
+        );
+        let plain =
+            show_heatmaps(&m, "Keys", "Queries", Default::default()).unwrap();
+        assert!(
+            plain
+                .as_str()
+                .contains("<title>Queries 0, Keys 1: 0.75</title>")
+        );
+    }
+
+    #[test]
+    fn very_large_figures_carry_a_title_per_row() {
+        let n = 32; // 1,024 cells, over CELL_TITLES_MAX
+        let values = (0..n * n).map(|i| if i % n == 7 { 1.0 } else { 0.0 });
+        let m = matrices(values.collect(), [1, 1, n, n]);
+        let svg =
+            show_heatmaps(&m, "Keys", "Queries", Default::default()).unwrap();
+        assert_eq!(svg.as_str().matches("<title>").count(), n);
+        assert!(
+            svg.as_str()
+                .contains("<title>Queries 31: largest 1 at Keys 7</title>")
+        );
+    }
+
+    #[test]
+    fn text_stays_readable_at_every_width_the_book_shows() {
+        let m = matrices(vec![0.5; 2 * 4 * 9], [2, 4, 3, 3]);
+        for width in [2.5, 5.0, 7.0, 10.0, 14.0] {
+            let options = HeatmapOptions {
+                figsize: (width, 3.0),
+                titles: Some(&["a", "b", "c", "d"]),
+                ..Default::default()
+            };
+            let svg = show_heatmaps(&m, "k", "q", options).unwrap();
+            let shown = crate::plot::display_width(width * 100.0);
+            let px = crate::plot::min_text_px(svg.as_str(), shown).unwrap();
+            assert!(px >= 9.0, "{width} in: {px} px");
+        }
     }
 }

@@ -1,10 +1,15 @@
 //! `plot`: lines and scatter points on one pair of axes.
 
+use std::fmt::Write;
+
 use plotters::prelude::*;
 
+use super::legend::{GAP, Legend, Place, Swatch};
+use super::scale::{Scale, ScaleAxis};
+use super::svg::{append, escape, text_scale, value};
 use super::{
-    FONT, LABEL_FONT, PlotError, Svg, TICK_FONT, draw_err, invalid, pixels,
-    tick_label,
+    FONT, LABEL_FONT, PLOTTERS_PT, PlotError, Svg, TICK_FONT, draw_err,
+    invalid, pixels, tick_label,
 };
 
 /// How a line is stroked.
@@ -69,8 +74,10 @@ impl Series {
     }
 
     /// A line through the points `(x[i], y[i])`. Lines without an explicit
-    /// [`style`](Self::style) take d2l's format cycle in order: solid blue,
-    /// dashed magenta, dash-dot green, dotted red.
+    /// [`color`](Self::color) take d2l's format cycle in order: solid blue,
+    /// dashed magenta, dash-dot green, dotted red (an explicit
+    /// [`style`](Self::style) replaces the cycle's); a line with its own
+    /// colour is solid unless styled, and leaves the cycle where it was.
     ///
     /// # Examples
     /// ```
@@ -178,6 +185,8 @@ pub struct Axes {
     ylabel: String,
     xlim: Option<(f64, f64)>,
     ylim: Option<(f64, f64)>,
+    xscale: Scale,
+    yscale: Scale,
     figsize: (f64, f64),
 }
 
@@ -197,6 +206,8 @@ impl Axes {
             ylabel: ylabel.into(),
             xlim: None,
             ylim: None,
+            xscale: Scale::Linear,
+            yscale: Scale::Linear,
             figsize: (3.5, 2.5),
         }
     }
@@ -232,6 +243,32 @@ impl Axes {
         self
     }
 
+    /// The x axis' scale (default linear).
+    ///
+    /// # Examples
+    /// See [`Scale`].
+    pub fn xscale(mut self, scale: Scale) -> Self {
+        self.xscale = scale;
+        self
+    }
+
+    /// The y axis' scale (default linear).
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::plot::Scale;
+    /// use d2l_attention::{Axes, Series, plot};
+    ///
+    /// let axes = Axes::new("n", "steps").yscale(Scale::Log);
+    /// // Zero has no place on a log axis: an error naming `series`.
+    /// let err = plot(&[Series::line(&[1.0, 2.0], &[0.0, 1.0])], &axes).unwrap_err();
+    /// assert!(err.to_string().contains("not positive on a log axis"));
+    /// ```
+    pub fn yscale(mut self, scale: Scale) -> Self {
+        self.yscale = scale;
+        self
+    }
+
     /// The figure's size in inches (100 px each).
     ///
     /// # Examples
@@ -256,16 +293,43 @@ const LINE_CYCLE: [(RGBColor, LineStyle); 4] = [
     (RGBColor(0xff, 0x00, 0x00), LineStyle::Dotted),
 ];
 const POINTS_COLOR: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
+/// A line with more vertices than this carries hover titles at this many
+/// of them, evenly spaced, and at its last.
+pub const LINE_TITLES_MAX: usize = 60;
+
+impl LineStyle {
+    /// The SVG `stroke-dasharray` (dash, gap, …) in px, none for solid.
+    fn dasharray(self) -> Option<&'static str> {
+        match self {
+            LineStyle::Solid => None,
+            LineStyle::Dashed => Some("7 4"),
+            LineStyle::DashDot => Some("7 3 2 3"),
+            LineStyle::Dotted => Some("2 3"),
+        }
+    }
+}
+
+fn hex(c: RGBColor) -> String {
+    format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
+}
 
 /// Draws lines and points on one pair of axes, with a legend for the
 /// labelled series; the counterpart of d2l's `plot` (d2l §2.4), plus scatter
 /// points (`plt.plot(x, y, 'o', alpha=…)`).
 ///
+/// Hovering over a point or a line's vertex shows its coordinates (an SVG
+/// `<title>`, prefixed with the series' label); a line with more than
+/// [`LINE_TITLES_MAX`] vertices carries them at that many, evenly spaced. The legend shows each
+/// series as drawn (colour, dashes, marker) in the first corner where it
+/// covers no data, else to the right of the axes. Text grows with figures
+/// wider than the printed page ([`display_width`](super::display_width)).
+///
 /// # Errors
 /// [`PlotError::InvalidArgument`] naming `series` when it is empty, or when a
 /// series has no points, x and y of different lengths, a NaN or infinite
-/// coordinate, or an alpha outside 0..=1; naming `axes` when a limit is
-/// empty (lo ≥ hi) or not finite, or its figsize is outside 0.5..=40 inches.
+/// coordinate, a coordinate not positive on a log axis, or an alpha outside
+/// 0..=1; naming `axes` when a limit is empty (lo ≥ hi), not finite or not
+/// positive on a log axis, or its figsize is outside 0.5..=40 inches.
 ///
 /// # Examples
 /// ```
@@ -275,9 +339,11 @@ const POINTS_COLOR: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
 /// let y = x.map(|v: f64| v * v);
 /// let svg = plot(&[Series::line(&x, &y).label("x²")], &Axes::new("x", "y")).unwrap();
 /// assert!(svg.as_str().contains("x²"));
+/// // Each vertex names its coordinates on hover.
+/// assert!(svg.as_str().contains("<title>x²: x 2, y 4</title>"));
 /// ```
 pub fn plot(series: &[Series], axes: &Axes) -> Result<Svg, PlotError> {
-    check_series(series)?;
+    check_series(series, axes)?;
     let (width, height) = pixels(axes.figsize).map_err(|_| {
         invalid(
             "axes",
@@ -287,21 +353,40 @@ pub fn plot(series: &[Series], axes: &Axes) -> Result<Svg, PlotError> {
             ),
         )
     })?;
+    let scale = text_scale(width);
     let xs = series.iter().flat_map(|s| s.x.iter().copied());
     let ys = series.iter().flat_map(|s| s.y.iter().copied());
-    let (x0, x1) = limits(axes.xlim, xs, 0.0)?;
-    let (y0, y1) = limits(axes.ylim, ys, 0.05)?;
+    let x_axis = ScaleAxis::fit(axes.xlim, xs, 0.0, axes.xscale)?;
+    let y_axis = ScaleAxis::fit(axes.ylim, ys, 0.05, axes.yscale)?;
+    let looks = looks(series);
+    let legend = legend(series, &looks, scale);
+    let (x_area, y_area) = ((40.0 * scale) as u32, (50.0 * scale) as u32);
+    let axes_px = (
+        width.saturating_sub(20 + y_area).max(1) as f64,
+        height.saturating_sub(20 + x_area).max(1) as f64,
+    );
+    let place = legend
+        .as_ref()
+        .map(|l| l.place(&covered(series, &x_axis, &y_axis), axes_px));
+    let right = match (&legend, place) {
+        (Some(l), Some(Place::Outside)) => {
+            10 + l.size().0 as u32 + 2 * GAP as u32
+        }
+        _ => 10,
+    };
 
     let mut svg = String::new();
+    let mut data = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (width, height))
             .into_drawing_area();
         root.fill(&WHITE).map_err(draw_err)?;
         let mut chart = ChartBuilder::on(&root)
             .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(50)
-            .build_cartesian_2d(x0..x1, y0..y1)
+            .margin_right(right)
+            .x_label_area_size(x_area)
+            .y_label_area_size(y_area)
+            .build_cartesian_2d(x_axis, y_axis)
             .map_err(draw_err)?;
         let fmt = |v: &f64| tick_label(*v);
         chart
@@ -312,118 +397,190 @@ pub fn plot(series: &[Series], axes: &Axes) -> Result<Svg, PlotError> {
             .y_label_formatter(&fmt)
             .light_line_style(WHITE)
             .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
-            .label_style((FONT, TICK_FONT))
-            .axis_desc_style((FONT, LABEL_FONT))
+            .label_style((FONT, TICK_FONT * scale))
+            .axis_desc_style((FONT, LABEL_FONT * scale))
             .x_desc(axes.xlabel.as_str())
             .y_desc(axes.ylabel.as_str())
             .draw()
             .map_err(draw_err)?;
-        let mut lines_seen = 0;
-        for s in series {
-            let points = s.x.iter().copied().zip(s.y.iter().copied());
-            let label = s.label.as_deref();
-            match &s.mark {
-                Mark::Points => {
-                    let style =
-                        s.color.unwrap_or(POINTS_COLOR).mix(s.alpha).filled();
-                    let anno = chart
-                        .draw_series(points.map(|p| Circle::new(p, 3, style)))
-                        .map_err(draw_err)?;
-                    if let Some(label) = label {
-                        anno.label(label).legend(move |(x, y)| {
-                            Circle::new((x + 10, y), 3, style)
-                        });
-                    }
-                }
-                Mark::Line(style) => {
-                    let (cycle_color, cycle_style) =
-                        LINE_CYCLE[lines_seen % LINE_CYCLE.len()];
-                    lines_seen += 1;
-                    let stroke = s
-                        .color
-                        .unwrap_or(cycle_color)
-                        .mix(s.alpha)
-                        .stroke_width(2);
-                    let anno = match style.unwrap_or(cycle_style) {
-                        LineStyle::Solid => {
-                            chart.draw_series(LineSeries::new(points, stroke))
-                        }
-                        LineStyle::Dashed => chart.draw_series(
-                            DashedLineSeries::new(points, 7, 4, stroke),
-                        ),
-                        LineStyle::DashDot => chart.draw_series(
-                            DashedLineSeries::new(points, 4, 3, stroke),
-                        ),
-                        LineStyle::Dotted => chart.draw_series(
-                            DashedLineSeries::new(points, 2, 3, stroke),
-                        ),
-                    }
-                    .map_err(draw_err)?;
-                    if let Some(label) = label {
-                        anno.label(label).legend(move |(x, y)| {
-                            PathElement::new([(x, y), (x + 20, y)], stroke)
-                        });
-                    }
-                }
-            }
+        let (xr, yr) = chart.plotting_area().get_pixel_range();
+        let px = |x: f64, y: f64| chart.backend_coord(&(x, y));
+        data.push_str(&clip_path(&xr, &yr));
+        for (s, look) in series.iter().zip(&looks) {
+            data.push_str(&series_svg(s, look, axes, &px));
         }
-        if series.iter().any(|s| s.label.is_some()) {
-            let plot_area = chart.plotting_area().dim_in_pixel();
-            let corner = legend_corner(series, (x0, x1, y0, y1), plot_area);
-            chart
-                .configure_series_labels()
-                .position(corner)
-                .background_style(WHITE.mix(0.8))
-                .border_style(RGBColor(0xcc, 0xcc, 0xcc))
-                .label_font((FONT, TICK_FONT))
-                .draw()
-                .map_err(draw_err)?;
+        if let (Some(legend), Some(place)) = (legend, place) {
+            let (w, h) = legend.size();
+            let at = match place {
+                Place::Outside => (xr.end + 2 * GAP, yr.start),
+                Place::Inside(left, upper) => (
+                    if left {
+                        xr.start + GAP
+                    } else {
+                        xr.end - GAP - w
+                    },
+                    if upper {
+                        yr.start + GAP
+                    } else {
+                        yr.end - GAP - h
+                    },
+                ),
+            };
+            data.push_str(&legend.svg(at));
         }
         root.present().map_err(draw_err)?;
     }
+    append(&mut svg, &data);
     Ok(Svg(svg))
 }
 
-/// The corner of the plotting area (`size` px) where the legend covers the
-/// fewest data points, preferring upper right, upper left, lower right,
-/// lower left; the legend's size is estimated from its labels (plotters
-/// draws ~7 px per character at the tick font, 18 px per entry).
-fn legend_corner(
-    series: &[Series],
-    (x0, x1, y0, y1): (f64, f64, f64, f64),
-    (width, height): (u32, u32),
-) -> SeriesLabelPosition {
-    let labels: Vec<&str> =
-        series.iter().filter_map(|s| s.label.as_deref()).collect();
-    let chars = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
-    // the legend's extent as fractions of the plotting area, with margin
-    let fw = ((45 + 7 * chars) as f64 / width.max(1) as f64).min(1.0);
-    let fh = ((14 + 18 * labels.len()) as f64 / height.max(1) as f64).min(1.0);
-    let covered = |left: bool, upper: bool| -> usize {
-        let (ax, bx) = if left { (0.0, fw) } else { (1.0 - fw, 1.0) };
-        let (ay, by) = if upper { (1.0 - fh, 1.0) } else { (0.0, fh) };
-        series
-            .iter()
-            .flat_map(|s| s.x.iter().zip(&s.y))
-            .filter(|&(&x, &y)| {
-                let (u, v) = ((x - x0) / (x1 - x0), (y - y0) / (y1 - y0));
-                (ax..=bx).contains(&u) && (ay..=by).contains(&v)
-            })
-            .count()
-    };
-    [
-        (false, true, SeriesLabelPosition::UpperRight),
-        (true, true, SeriesLabelPosition::UpperLeft),
-        (false, false, SeriesLabelPosition::LowerRight),
-        (true, false, SeriesLabelPosition::LowerLeft),
-    ]
-    .into_iter()
-    .min_by_key(|(left, upper, _)| covered(*left, *upper))
-    .map(|(_, _, corner)| corner)
-    .expect("four corners")
+/// Each series' colour and swatch: explicit, or the next of d2l's cycle.
+fn looks(series: &[Series]) -> Vec<Swatch> {
+    let mut lines_seen = 0;
+    series
+        .iter()
+        .map(|s| match s.mark {
+            Mark::Points => {
+                Swatch::Point(hex(s.color.unwrap_or(POINTS_COLOR)), s.alpha)
+            }
+            // An explicit colour takes no place in the cycle, so that the
+            // other series look the same in figures with and without it.
+            Mark::Line(style) => match s.color {
+                Some(color) => Swatch::Line(
+                    hex(color),
+                    s.alpha,
+                    style.unwrap_or(LineStyle::Solid).dasharray(),
+                ),
+                None => {
+                    let (color, cycle) =
+                        LINE_CYCLE[lines_seen % LINE_CYCLE.len()];
+                    lines_seen += 1;
+                    let dash = style.unwrap_or(cycle).dasharray();
+                    Swatch::Line(hex(color), s.alpha, dash)
+                }
+            },
+        })
+        .collect()
 }
 
-fn check_series(series: &[Series]) -> Result<(), PlotError> {
+fn legend(series: &[Series], looks: &[Swatch], scale: f64) -> Option<Legend> {
+    let entries: Vec<_> = series
+        .iter()
+        .zip(looks)
+        .filter_map(|(s, look)| Some((s.label.clone()?, look.clone())))
+        .collect();
+    let font = TICK_FONT * scale / PLOTTERS_PT;
+    (!entries.is_empty()).then(|| Legend::new(entries, font))
+}
+
+/// Every point and, along lines, 16 points per segment, as fractions of
+/// the axes (what a legend must not cover).
+fn covered(series: &[Series], x: &ScaleAxis, y: &ScaleAxis) -> Vec<(f64, f64)> {
+    let mut out = Vec::new();
+    for s in series {
+        let f: Vec<(f64, f64)> =
+            s.x.iter()
+                .zip(&s.y)
+                .map(|(&a, &b)| (x.fraction(a), y.fraction(b)))
+                .collect();
+        out.extend(&f);
+        if matches!(s.mark, Mark::Line(_)) {
+            for w in f.windows(2) {
+                out.extend((1..16).map(|i| {
+                    let t = i as f64 / 16.0;
+                    (
+                        w[0].0 + t * (w[1].0 - w[0].0),
+                        w[0].1 + t * (w[1].1 - w[0].1),
+                    )
+                }));
+            }
+        }
+    }
+    out
+}
+
+/// Data is clipped to the axes, as matplotlib clips it.
+fn clip_path(xr: &std::ops::Range<i32>, yr: &std::ops::Range<i32>) -> String {
+    format!(
+        "<clipPath id=\"axes\"><rect x=\"{}\" y=\"{}\" width=\"{}\" \
+         height=\"{}\"/></clipPath>\n",
+        xr.start,
+        yr.start,
+        xr.end - xr.start,
+        yr.end - yr.start
+    )
+}
+
+/// One series as SVG: its line or points, then a hover title at each
+/// point.
+fn series_svg(
+    s: &Series,
+    look: &Swatch,
+    axes: &Axes,
+    px: &impl Fn(f64, f64) -> (i32, i32),
+) -> String {
+    let points: Vec<(i32, i32)> =
+        s.x.iter().zip(&s.y).map(|(&x, &y)| px(x, y)).collect();
+    let mut out = String::from("<g clip-path=\"url(#axes)\">\n");
+    let prefix = s.label.as_deref().map(|l| format!("{}: ", escape(l)));
+    let title = |i: usize| {
+        format!(
+            "<title>{}{} {}, {} {}</title>",
+            prefix.as_deref().unwrap_or(""),
+            escape(&axes.xlabel),
+            value(s.x[i]),
+            escape(&axes.ylabel),
+            value(s.y[i])
+        )
+    };
+    match look {
+        Swatch::Line(color, alpha, dash) => {
+            let coords: Vec<String> =
+                points.iter().map(|(x, y)| format!("{x},{y}")).collect();
+            let dash = dash
+                .map(|d| format!(" stroke-dasharray=\"{d}\""))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "<polyline fill=\"none\" stroke=\"{color}\" \
+                 stroke-opacity=\"{alpha}\" stroke-width=\"2\"{dash} \
+                 points=\"{}\"/>",
+                coords.join(" ")
+            );
+            // invisible targets, 4 px around each vertex (or around
+            // LINE_TITLES_MAX of them, evenly spaced)
+            out.push_str("<g opacity=\"0\">\n");
+            let step = points.len().div_ceil(LINE_TITLES_MAX);
+            let last = points.len() - 1;
+            let shown =
+                (0..points.len()).filter(|i| i % step == 0 || *i == last);
+            for (i, (x, y)) in shown.map(|i| (i, points[i])) {
+                let _ = writeln!(
+                    out,
+                    "<circle cx=\"{x}\" cy=\"{y}\" r=\"4\">{}</circle>",
+                    title(i)
+                );
+            }
+            out.push_str("</g>\n");
+        }
+        Swatch::Point(color, alpha) => {
+            let _ =
+                writeln!(out, "<g fill=\"{color}\" fill-opacity=\"{alpha}\">");
+            for (i, (x, y)) in points.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "<circle cx=\"{x}\" cy=\"{y}\" r=\"3\">{}</circle>",
+                    title(i)
+                );
+            }
+            out.push_str("</g>\n");
+        }
+    }
+    out.push_str("</g>\n");
+    out
+}
+
+fn check_series(series: &[Series], axes: &Axes) -> Result<(), PlotError> {
     if series.is_empty() {
         return Err(invalid("series", "no series to draw"));
     }
@@ -442,6 +599,15 @@ fn check_series(series: &[Series]) -> Result<(), PlotError> {
         {
             return Err(bad(format!("point {j} is ({}, {})", s.x[j], s.y[j])));
         }
+        let log = |scale: Scale, v: f64| scale == Scale::Log && v <= 0.0;
+        if let Some(j) = (0..s.x.len())
+            .find(|&j| log(axes.xscale, s.x[j]) || log(axes.yscale, s.y[j]))
+        {
+            return Err(bad(format!(
+                "point {j} is ({}, {}), not positive on a log axis",
+                s.x[j], s.y[j]
+            )));
+        }
         if !(0.0..=1.0).contains(&s.alpha) {
             return Err(bad(format!(
                 "has alpha {}; it must be in 0..=1",
@@ -450,34 +616,6 @@ fn check_series(series: &[Series]) -> Result<(), PlotError> {
         }
     }
     Ok(())
-}
-
-/// The axis range: the given limits, or the data's range widened by
-/// `pad` of its width on each side (a unit range around a constant).
-fn limits(
-    given: Option<(f64, f64)>,
-    data: impl Iterator<Item = f64>,
-    pad: f64,
-) -> Result<(f64, f64), PlotError> {
-    if let Some((lo, hi)) = given {
-        if !(lo.is_finite() && hi.is_finite() && lo < hi) {
-            return Err(invalid(
-                "axes",
-                format!("limits ({lo}, {hi}) must be finite with lo < hi"),
-            ));
-        }
-        return Ok((lo, hi));
-    }
-    let (lo, hi) = data
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-            (a.min(v), b.max(v))
-        });
-    if hi > lo {
-        let p = (hi - lo) * pad;
-        Ok((lo - p, hi + p))
-    } else {
-        Ok((lo - 0.5, hi + 0.5))
-    }
 }
 
 #[cfg(test)]
@@ -503,18 +641,27 @@ mod tests {
             plot(&series, &axes().xlim(0.0, 5.0).ylim(-1.0, 5.0)).unwrap()
         );
         let text = svg.as_str();
-        for label in ["Truth", "Pred", "x", "y", "5", "4"] {
+        for label in ["x", "y", "5", "4"] {
             assert!(
                 text.contains(&format!(">\n{label}\n</text>")),
                 "{label} missing"
             );
         }
-        // The first line is matplotlib blue, the second dashed magenta; the
-        // three points (plus the legend's) are translucent orange.
-        assert!(text.contains("stroke=\"#1F77B4\""));
-        assert!(text.contains("stroke=\"#BF00BF\""));
-        assert_eq!(text.matches("<circle").count(), 3);
-        assert!(text.contains("opacity=\"0.5\" fill=\"#FF7F0E\""));
+        // The legend's text, which we write.
+        assert!(
+            text.contains(">Truth</text>") && text.contains(">Pred</text>")
+        );
+        // The first line is matplotlib blue, the second dashed magenta, in
+        // the plot and in the legend; the points are translucent orange.
+        let dashed = "stroke=\"#BF00BF\" stroke-opacity=\"1\" \
+                      stroke-width=\"2\" stroke-dasharray=\"7 4\"";
+        assert_eq!(text.matches(dashed).count(), 2);
+        assert_eq!(text.matches("stroke=\"#1F77B4\"").count(), 2);
+        assert!(text.contains("<g fill=\"#FF7F0E\" fill-opacity=\"0.5\">"));
+        // Every point and vertex names its coordinates on hover.
+        assert!(text.contains("<title>x 2, y 4.2</title>"));
+        assert!(text.contains("<title>Pred: x 1, y 1.5</title>"));
+        assert_eq!(text.matches("<title>").count(), 9);
     }
 
     #[test]
@@ -565,14 +712,55 @@ mod tests {
 
     #[test]
     fn limits_fit_the_data_with_a_margin() {
-        assert_eq!(
-            limits(None, [0.0, 10.0].into_iter(), 0.05).unwrap(),
-            (-0.5, 10.5)
-        );
-        assert_eq!(limits(None, [3.0].into_iter(), 0.05).unwrap(), (2.5, 3.5));
-        assert_eq!(
-            limits(Some((0.0, 5.0)), [9.0].into_iter(), 0.05).unwrap(),
-            (0.0, 5.0)
-        );
+        let fit = |given, data: &[f64]| {
+            let axis = ScaleAxis::fit(
+                given,
+                data.iter().copied(),
+                0.05,
+                Scale::Linear,
+            );
+            plotters::coord::ranged1d::Ranged::range(&axis.unwrap())
+        };
+        assert_eq!(fit(None, &[0.0, 10.0]), -0.5..10.5);
+        assert_eq!(fit(None, &[3.0]), 2.5..3.5);
+        assert_eq!(fit(Some((0.0, 5.0)), &[9.0]), 0.0..5.0);
+    }
+
+    #[test]
+    fn text_stays_readable_at_every_width_the_book_shows() {
+        let s = [Series::line(&[0.0, 1.0], &[0.0, 1.0]).label("a line")];
+        for width in [2.5, 3.5, 6.0, 10.0, 14.0] {
+            let svg = plot(&s, &axes().figsize(width, 2.5)).unwrap();
+            let shown = crate::plot::display_width(width * 100.0);
+            let px = crate::plot::min_text_px(svg.as_str(), shown).unwrap();
+            assert!(px >= 9.0, "{width} in: {px} px");
+        }
+    }
+
+    #[test]
+    fn a_legend_with_data_in_every_corner_goes_outside_the_axes() {
+        let (x, y) = ([0.0, 1.0, 0.0, 1.0], [0.0, 0.0, 1.0, 1.0]);
+        let svg =
+            plot(&[Series::points(&x, &y).label("corners")], &axes()).unwrap();
+        let text = svg.as_str();
+        // The axes end 10 px from the right edge without an outside legend.
+        let legend_x: i32 = text
+            .split("<g class=\"legend\">\n<rect x=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        let clip = text
+            .split("<clipPath id=\"axes\"><rect x=\"")
+            .nth(1)
+            .unwrap();
+        let fields: Vec<i32> = clip
+            .split('"')
+            .step_by(2)
+            .take(3)
+            .map(|v| v.parse().unwrap())
+            .collect();
+        assert!(legend_x > fields[0] + fields[2], "{legend_x} vs {fields:?}");
     }
 }

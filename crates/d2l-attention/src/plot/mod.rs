@@ -10,7 +10,10 @@
 mod colormap;
 mod diagram;
 mod heatmap;
+mod legend;
 mod lines;
+mod scale;
+mod svg;
 
 use std::path::Path;
 
@@ -18,8 +21,10 @@ use crate::files::{WriteError, write_atomic};
 
 pub use colormap::Cmap;
 pub use diagram::{Diagram, Node};
-pub use heatmap::{HeatmapOptions, Norm, show_heatmaps};
-pub use lines::{Axes, LineStyle, Series, plot};
+pub use heatmap::{CELL_TITLES_MAX, HeatmapOptions, Norm, show_heatmaps};
+pub use lines::{Axes, LINE_TITLES_MAX, LineStyle, Series, plot};
+pub use scale::Scale;
+pub use svg::{PRINT_WIDTH, display_width, min_text_px};
 
 /// Pixels per inch: `figsize` is given in inches, as in matplotlib.
 ///
@@ -34,10 +39,13 @@ pub use lines::{Axes, LineStyle, Series, plot};
 /// assert!(svg.as_str().starts_with(&format!("<svg width=\"{width}\"")));
 /// ```
 pub const PX_PER_INCH: f64 = 100.0;
-/// Font size of axis labels and titles, in px.
-const LABEL_FONT: u32 = 14;
-/// Font size of tick labels, in px.
-const TICK_FONT: u32 = 12;
+/// Font size of axis labels and titles, in plotters' units ([`PLOTTERS_PT`]),
+/// for a figure no wider than the printed page.
+const LABEL_FONT: f64 = 15.0;
+/// Font size of tick labels, likewise.
+const TICK_FONT: f64 = 13.0;
+/// plotters writes a font of size s as `font-size` s / 1.24 px.
+const PLOTTERS_PT: f64 = 1.24;
 const FONT: &str = "sans-serif";
 
 /// Why a figure could not be drawn or saved.

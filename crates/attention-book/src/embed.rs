@@ -1,0 +1,130 @@
+//! How pages show figures: each Markdown image of an SVG in `figures/`
+//! becomes an `<object>` (so that the SVG's hover `<title>`s show, which
+//! they do not inside `<img>`) in a `<figure>` whose caption is the image's
+//! description.
+
+use std::fs;
+use std::path::Path;
+
+/// `markdown` with every line that is only `![description](figures/NAME.svg)`
+/// replaced by the figure's HTML; the SVG's natural size is read from
+/// `root/figures/NAME.svg` (its `width` and `height`), so that the page
+/// keeps the figure's proportions before it loads. Other lines are kept.
+///
+/// # Errors
+/// Naming the figure when its SVG is missing or has no size.
+///
+/// # Examples
+/// ```
+/// use attention_book::embed::embed_figures;
+///
+/// let root = tempfile::tempdir().unwrap();
+/// std::fs::create_dir(root.path().join("figures")).unwrap();
+/// let svg = "<svg width=\"350\" height=\"250\" viewBox=\"0 0 350 250\"></svg>";
+/// std::fs::write(root.path().join("figures/loss.svg"), svg).unwrap();
+/// let page = "Text.\n\n![Training loss](figures/loss.svg)\n";
+/// let html = embed_figures(page, root.path()).unwrap();
+/// assert!(html.contains("<object data=\"figures/loss.svg\" type=\"image/svg+xml\""));
+/// assert!(html.contains("<figcaption id=\"figure-loss\">Training loss</figcaption>"));
+/// assert!(html.starts_with("Text.\n\n<figure"));
+/// ```
+pub fn embed_figures(markdown: &str, root: &Path) -> anyhow::Result<String> {
+    let mut out = String::with_capacity(markdown.len());
+    for line in markdown.split_inclusive('\n') {
+        match figure_of(line.trim_end()) {
+            Some((alt, file)) => {
+                out.push_str(&figure_html(alt, file, root)?);
+                out.push('\n');
+            }
+            None => out.push_str(line),
+        }
+    }
+    Ok(out)
+}
+
+/// (description, path) of a line that is only an image of an SVG figure.
+fn figure_of(line: &str) -> Option<(&str, &str)> {
+    let rest = line.strip_prefix("![")?;
+    let (alt, rest) = rest.split_once("](")?;
+    let file = rest.strip_suffix(')')?;
+    (file.starts_with("figures/")
+        && file.ends_with(".svg")
+        && !alt.contains(']'))
+    .then_some((alt, file))
+}
+
+fn figure_html(alt: &str, file: &str, root: &Path) -> anyhow::Result<String> {
+    let svg = fs::read_to_string(root.join(file))
+        .map_err(|e| anyhow::anyhow!("figure `{file}`: {e}"))?;
+    let size = |name: &str| {
+        let start = svg.find(&format!(" {name}=\""))? + name.len() + 3;
+        svg[start..].split('"').next()?.parse::<u32>().ok()
+    };
+    let (Some(width), Some(height)) = (size("width"), size("height")) else {
+        anyhow::bail!("figure `{file}` has no width and height");
+    };
+    let name = file.trim_start_matches("figures/").trim_end_matches(".svg");
+    let alt = escape(alt);
+    Ok(format!(
+        "<figure class=\"figure\">\n<object data=\"{file}\" \
+         type=\"image/svg+xml\" role=\"img\" aria-labelledby=\"figure-{name}\" \
+         style=\"--width: {width}px; aspect-ratio: {width} / {height}\">\
+         </object>\n<figcaption id=\"figure-{name}\">{alt}</figcaption>\n\
+         </figure>\n"
+    ))
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_whole_line_svg_figures_are_embedded() {
+        assert_eq!(
+            figure_of("![a \"b\" c](figures/x.svg)"),
+            Some(("a \"b\" c", "figures/x.svg"))
+        );
+        for line in [
+            "see ![a](figures/x.svg)",
+            "![a](figures/x.png)",
+            "![a](other/x.svg)",
+            "`![a](figures/x.svg)`",
+        ] {
+            assert_eq!(figure_of(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_missing_figure_is_named() {
+        let root = tempfile::tempdir().unwrap();
+        let err =
+            embed_figures("![a](figures/gone.svg)\n", root.path()).unwrap_err();
+        assert!(
+            err.to_string().contains("figure `figures/gone.svg`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn descriptions_are_escaped() {
+        let root = tempfile::tempdir().unwrap();
+        fs::create_dir(root.path().join("figures")).unwrap();
+        fs::write(
+            root.path().join("figures/x.svg"),
+            "<svg width=\"10\" height=\"20\"></svg>",
+        )
+        .unwrap();
+        let html =
+            embed_figures("![\"i'm home\" <b>](figures/x.svg)", root.path())
+                .unwrap();
+        assert!(html.contains(">&quot;i'm home&quot; &lt;b&gt;</figcaption>"));
+        assert!(html.contains("--width: 10px; aspect-ratio: 10 / 20"));
+    }
+}

@@ -1,0 +1,164 @@
+//! Linear and logarithmic axes for [`plot`](super::plot).
+
+use std::ops::Range;
+
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::coord::types::RangedCoordf64;
+
+use super::{PlotError, invalid};
+
+/// How an axis maps values to positions, as matplotlib's `xscale` and
+/// `yscale` (d2l's `plot` takes both).
+///
+/// # Examples
+/// ```
+/// use d2l_attention::plot::Scale;
+/// use d2l_attention::{Axes, Series, plot};
+///
+/// let n = [1.0, 10.0, 100.0, 1000.0];
+/// let axes = Axes::new("n", "steps").xscale(Scale::Log).yscale(Scale::Log);
+/// let svg = plot(&[Series::line(&n, &n)], &axes).unwrap();
+/// // One tick per decade.
+/// assert!(svg.as_str().contains(">\n1000\n<") && svg.as_str().contains(">\n10\n<"));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Scale {
+    /// Equal distances for equal differences (the default).
+    #[default]
+    Linear,
+    /// Equal distances for equal ratios (base 10); every value must be
+    /// positive.
+    Log,
+}
+
+/// One axis of a plot: its range and scale.
+#[derive(Clone, Debug)]
+pub(super) struct ScaleAxis {
+    lo: f64,
+    hi: f64,
+    scale: Scale,
+}
+
+impl ScaleAxis {
+    /// The axis for `data` (or the `given` limits), widened by `pad` of its
+    /// width on each side, measured in the scale's own terms.
+    pub(super) fn fit(
+        given: Option<(f64, f64)>,
+        data: impl Iterator<Item = f64>,
+        pad: f64,
+        scale: Scale,
+    ) -> Result<Self, PlotError> {
+        let (to, from): (fn(f64) -> f64, fn(f64) -> f64) = match scale {
+            Scale::Linear => (|v| v, |v| v),
+            Scale::Log => (f64::log10, |v| 10f64.powf(v)),
+        };
+        if let Some((lo, hi)) = given {
+            let positive = scale == Scale::Linear || lo > 0.0;
+            if !(lo.is_finite() && hi.is_finite() && lo < hi && positive) {
+                return Err(invalid(
+                    "axes",
+                    format!(
+                        "limits ({lo}, {hi}) must be finite with lo < hi{}",
+                        if positive {
+                            ""
+                        } else {
+                            ", positive on a log axis"
+                        }
+                    ),
+                ));
+            }
+            return Ok(ScaleAxis { lo, hi, scale });
+        }
+        let (lo, hi) = data
+            .map(to)
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+                (a.min(v), b.max(v))
+            });
+        let (lo, hi) = if hi > lo {
+            let p = (hi - lo) * pad;
+            (lo - p, hi + p)
+        } else {
+            (lo - 0.5, hi + 0.5)
+        };
+        Ok(ScaleAxis {
+            lo: from(lo),
+            hi: from(hi),
+            scale,
+        })
+    }
+
+    /// Where `v` falls between the axis' ends: 0 at `lo`, 1 at `hi`.
+    pub(super) fn fraction(&self, v: f64) -> f64 {
+        match self.scale {
+            Scale::Linear => (v - self.lo) / (self.hi - self.lo),
+            Scale::Log => (v / self.lo).ln() / (self.hi / self.lo).ln(),
+        }
+    }
+}
+
+impl Ranged for ScaleAxis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        let t = self.fraction(*value);
+        limit.0 + (t * (limit.1 - limit.0) as f64).round() as i32
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        match self.scale {
+            Scale::Linear => {
+                RangedCoordf64::from(self.lo..self.hi).key_points(hint)
+            }
+            Scale::Log => log_ticks(self.lo, self.hi),
+        }
+    }
+
+    fn range(&self) -> Range<f64> {
+        self.lo..self.hi
+    }
+}
+
+/// Ticks of a log axis: the powers of ten within `lo..=hi`, and 2 and 5
+/// times them when fewer than three powers fall inside.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let inside = |v: &f64| (lo * (1.0 - 1e-9)..=hi * (1.0 + 1e-9)).contains(v);
+    let decades = lo.log10().floor() as i32..=hi.log10().ceil() as i32;
+    let powers: Vec<f64> = decades
+        .clone()
+        .map(|e| 10f64.powi(e))
+        .filter(inside)
+        .collect();
+    if powers.len() >= 3 {
+        return powers;
+    }
+    decades
+        .flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e)))
+        .filter(inside)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_ticks_fall_on_decades() {
+        assert_eq!(log_ticks(1.0, 1000.0), [1.0, 10.0, 100.0, 1000.0]);
+        assert_eq!(log_ticks(0.8, 300.0), [1.0, 10.0, 100.0]);
+        assert_eq!(log_ticks(1.5, 30.0), [2.0, 5.0, 10.0, 20.0]);
+    }
+
+    #[test]
+    fn a_log_axis_maps_ratios_to_distances() {
+        let axis =
+            ScaleAxis::fit(None, [1.0, 100.0].into_iter(), 0.0, Scale::Log)
+                .unwrap();
+        assert_eq!(axis.map(&10.0, (0, 200)), 100);
+        assert_eq!(axis.map(&100.0, (0, 200)), 200);
+        let err =
+            ScaleAxis::fit(Some((0.0, 1.0)), [].into_iter(), 0.0, Scale::Log)
+                .unwrap_err();
+        assert!(err.to_string().contains("positive on a log axis"), "{err}");
+    }
+}

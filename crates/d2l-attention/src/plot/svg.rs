@@ -1,0 +1,148 @@
+//! What the figures add to plotters' SVG: elements written directly (data
+//! with hover titles, legends, cells), text sizes that stay readable where
+//! a figure is shown, and subscripts.
+
+/// The narrowest width at which the book shows a figure `width` px wide:
+/// on screen at least 400 px (theme/figures.css) and at most mdBook's
+/// 750 px column; in print, the A4 text width ([`PRINT_WIDTH`]).
+///
+/// # Examples
+/// ```
+/// use d2l_attention::plot::display_width;
+///
+/// assert_eq!(display_width(250.0), 400.0); // drawn larger on screen
+/// assert_eq!(display_width(500.0), 500.0);
+/// assert_eq!(display_width(1000.0), 673.0); // shrunk to the printed page
+/// ```
+pub fn display_width(width: f64) -> f64 {
+    width.clamp(400.0, PRINT_WIDTH)
+}
+
+/// The A4 text width of the handouts in CSS px: 210 mm less 2 × 16 mm of
+/// margin, at 96 px per inch.
+pub const PRINT_WIDTH: f64 = 673.0;
+
+/// The smallest text size, in px, that readers see in `svg` when it is
+/// shown `display` px wide; `None` without text. The book's figures keep
+/// this at 9 px or more at [`display_width`].
+///
+/// # Examples
+/// ```
+/// use d2l_attention::plot::{display_width, min_text_px};
+/// use d2l_attention::{Axes, Series, plot};
+///
+/// let wide = Axes::new("x", "y").figsize(10.0, 3.0);
+/// let svg = plot(&[Series::line(&[0.0, 1.0], &[0.0, 1.0])], &wide).unwrap();
+/// // 1000 px wide, printed 673 px wide: its text is still 9 px or more.
+/// assert!(min_text_px(svg.as_str(), display_width(1000.0)).unwrap() >= 9.0);
+/// ```
+pub fn min_text_px(svg: &str, display: f64) -> Option<f64> {
+    let width: f64 = attr(svg, "width")?.parse().ok()?;
+    svg.split("font-size=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next()?.parse::<f64>().ok())
+        .map(|size| size * display / width)
+        .reduce(f64::min)
+}
+
+/// The first value of attribute `name` in `svg`.
+fn attr<'a>(svg: &'a str, name: &str) -> Option<&'a str> {
+    let start = svg.find(&format!(" {name}=\""))? + name.len() + 3;
+    svg[start..].split('"').next()
+}
+
+/// How much larger than at its natural size text must be drawn in a figure
+/// `width` px wide so that it keeps its size at [`display_width`].
+pub(super) fn text_scale(width: u32) -> f64 {
+    (width as f64 / PRINT_WIDTH).max(1.0)
+}
+
+/// `text` with `&`, `<`, `>` and `"` escaped for SVG.
+pub(super) fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A value for a hover title: four significant digits, no trailing zeros.
+pub(super) fn value(v: f64) -> String {
+    if v == v.round() && v.abs() < 1e6 {
+        return format!("{v:.0}");
+    }
+    let digits = (3 - v.abs().log10().floor() as i32).clamp(0, 8) as usize;
+    let s = format!("{v:.digits$}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" { "0" } else { s }.to_owned()
+}
+
+/// Puts `fragment` into `svg` just before its closing tag (on top of
+/// everything plotters drew).
+pub(super) fn append(svg: &mut String, fragment: &str) {
+    let end = svg.rfind("</svg>").expect("plotters closes the document");
+    svg.insert_str(end, fragment);
+}
+
+/// Puts `fragment` into `svg` just after the background (under everything
+/// plotters drew).
+pub(super) fn prepend(svg: &mut String, fragment: &str) {
+    let background = svg.find("<rect").expect("plotters fills the background");
+    let end = background + svg[background..].find("/>").expect("a rect") + 2;
+    svg.insert_str(end, fragment);
+}
+
+/// Turns the book's subscript notation `x_{i}` inside text elements into a
+/// real subscript: `x<tspan …>i</tspan>`, the size and offset of a TeX
+/// subscript.
+pub(super) fn subscripts(svg: &str) -> String {
+    const OPEN: &str = "<tspan font-size=\"70%\" baseline-shift=\"sub\">";
+    let mut out = String::with_capacity(svg.len());
+    let mut rest = svg;
+    while let Some(start) = rest.find("_{") {
+        let Some(len) = rest[start..].find('}') else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        out.push_str(OPEN);
+        out.push_str(&rest[start + 2..start + len]);
+        out.push_str("</tspan>");
+        rest = &rest[start + len + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_keep_four_significant_digits() {
+        assert_eq!(value(3.0), "3");
+        assert_eq!(value(0.123456), "0.1235");
+        assert_eq!(value(0.000123456), "0.0001235");
+        assert_eq!(value(-12.5), "-12.5");
+        assert_eq!(value(-0.00001), "-0.00001");
+        assert_eq!(value(1234.567), "1235");
+    }
+
+    #[test]
+    fn subscripts_become_tspans() {
+        assert_eq!(
+            subscripts(">\nh_{1} … h_{T}\n<"),
+            ">\nh<tspan font-size=\"70%\" baseline-shift=\"sub\">1</tspan> … \
+             h<tspan font-size=\"70%\" baseline-shift=\"sub\">T</tspan>\n<"
+        );
+        assert_eq!(subscripts("a_b {c}"), "a_b {c}");
+    }
+
+    #[test]
+    fn text_size_is_measured_at_the_display_width() {
+        let svg = "<svg width=\"200\" height=\"100\"><text font-size=\"10\">\
+                   a</text><text font-size=\"8\">b</text></svg>";
+        assert_eq!(min_text_px(svg, 400.0), Some(16.0));
+        assert_eq!(min_text_px("<svg width=\"200\"></svg>", 400.0), None);
+        assert_eq!(text_scale(350), 1.0);
+        assert!((text_scale(1000) - 1000.0 / 673.0).abs() < 1e-12);
+    }
+}
