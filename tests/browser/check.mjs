@@ -74,18 +74,24 @@ const base = `http://127.0.0.1:${server.address().port}`;
 // empty boxes): each character, drawn in its element's font, is compared
 // with characters that no font has.
 async function missingGlyphs() {
-  const main = document.querySelector("main");
+  // the page's text and each figure's (KaTeX's hidden MathML aside)
+  const roots = [document.querySelector("main"),
+    ...[...document.querySelectorAll("main object")]
+      .map((o) => o.contentDocument?.documentElement).filter(Boolean)];
   const byFont = new Map();
-  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
-  while (walker.nextNode()) {
-    const node = walker.currentNode;
-    const style = getComputedStyle(node.parentElement);
-    const font = `32px ${style.fontFamily}`;
-    const chars = byFont.get(font) ?? new Set();
-    for (const c of node.textContent) {
-      if (c.codePointAt(0) > 0x7e && c.trim()) chars.add(c);
+  for (const root of roots) {
+    const walker = root.ownerDocument.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) {
+      const node = walker.currentNode;
+      if (node.parentElement.closest(".katex-mathml, title, style, script")) continue;
+      const style = getComputedStyle(node.parentElement);
+      const font = `32px ${style.fontFamily}`;
+      const chars = byFont.get(font) ?? new Set();
+      for (const c of node.textContent) {
+        if (c.codePointAt(0) > 0x7e && c.trim()) chars.add(c);
+      }
+      byFont.set(font, chars);
     }
-    byFont.set(font, chars);
   }
   const canvas = document.createElement("canvas");
   canvas.width = canvas.height = 48;
@@ -131,6 +137,11 @@ for (const chapter of chapters) {
   page.on("response", (r) => {
     if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`);
   });
+  page.on("requestfailed", (r) => {
+    if (r.url().startsWith(base)) {
+      problems.push(`request failed: ${r.url()}: ${r.failure()?.errorText}`);
+    }
+  });
   await page.route("**/*", (route) => {
     const url = route.request().url();
     if (url.startsWith(base)) return route.continue();
@@ -171,9 +182,9 @@ for (const chapter of chapters) {
         found.push(`figure without a caption: ${name}`);
       }
       // text at least 9 px as shown (the print width is checked by
-      // cargo test: attention-book's tests/figures.rs)
+      // cargo test: attention-book's tests/pages.rs)
       const scale = object.clientWidth / svg.width.baseVal.value;
-      for (const text of svg.querySelectorAll("text")) {
+      for (const text of svg.querySelectorAll("text, tspan")) {
         const px = parseFloat(getComputedStyle(text).fontSize) * scale;
         if (px < 9) {
           found.push(`text of ${px.toFixed(1)} px in ${name}: ${text.textContent.trim()}`);

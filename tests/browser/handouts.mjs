@@ -1,8 +1,9 @@
 // Handouts from the built book, under `book/handouts/a4/` (or
 // `book/handouts/letter/` with `--letter`, so that both sizes can be kept):
 // - one print-ready PDF per chapter and `book.pdf` of the whole book, with
-//   the exercises' solutions open (theme/print.js), figures at full width as
-//   vectors with their captions, and no browser header or footer;
+//   the exercises' solutions open (theme/print.js), figures as vectors sized
+//   as on screen (at most the text width) with their captions, and no
+//   browser header or footer;
 // - the figure pack for teachers, `figures/<chapter>.pdf` (and the `.html`
 //   it is printed from): each figure of the chapter at full page width, its
 //   caption, the page and section it belongs to, and the listing that drew
@@ -71,9 +72,16 @@ async function open(url) {
   // <object> has its document (a frame; file:// hides its content).
   const wanted = await page.evaluate(() => document.querySelectorAll("object").length);
   const deadline = Date.now() + 15000;
-  const loaded = () => page.frames().filter((f) => f.url().endsWith(".svg")).length;
-  while (loaded() < wanted && Date.now() < deadline) await page.waitForTimeout(50);
-  if (loaded() < wanted) failed.push(`${url}: ${loaded()} of ${wanted} figures loaded`);
+  const frames = () => page.frames().filter((f) => f.url().endsWith(".svg"));
+  // (an <object> starts loading at layout, so each turn asks for one)
+  while (frames().length < wanted && Date.now() < deadline) {
+    await page.evaluate(() => document.body.getBoundingClientRect());
+    await page.waitForTimeout(50);
+  }
+  await Promise.all(frames().map((f) => f.waitForLoadState("load")));
+  if (frames().length < wanted) {
+    failed.push(`${url}: ${frames().length} of ${wanted} figures loaded`);
+  }
 }
 
 async function pdf(url, target) {
@@ -89,6 +97,7 @@ function figuresOfPage() {
     .pop();
   return [...document.querySelectorAll("main figure.figure")].map((f) => ({
     svg: f.querySelector("object").getAttribute("data"),
+    ratio: f.querySelector("object").style.aspectRatio,
     caption: f.querySelector("figcaption").textContent,
     section: before(f, "main h2, main h3")?.textContent ?? "",
     code: before(f, "main pre > code.language-rust")?.innerText ?? "",
@@ -105,7 +114,8 @@ function packHtml(title, chapter, figures) {
     const svg = path.relative(packDir, path.join(book, f.svg));
     return `<section>
 <h2>Figure ${i + 1}: ${escape(f.section)}</h2>
-<object data="${escape(svg)}" type="image/svg+xml"></object>
+<object data="${escape(svg)}" type="image/svg+xml"
+  style="aspect-ratio: ${escape(f.ratio)}"></object>
 <p class="caption">${escape(f.caption)}</p>
 <p class="source">From the page “${escape(title)}” (${escape(chapter)}),
 drawn by the listing <code>${escape(listing)}</code>:</p>

@@ -6,10 +6,13 @@
 use std::fs;
 use std::path::Path;
 
+use d2l_attention::plot::{escape, svg_size};
+
 /// `markdown` with every line that is only `![description](figures/NAME.svg)`
 /// replaced by the figure's HTML; the SVG's natural size is read from
 /// `root/figures/NAME.svg` (its `width` and `height`), so that the page
-/// keeps the figure's proportions before it loads. Other lines are kept.
+/// keeps the figure's proportions before it loads. Other lines, and lines
+/// inside fenced code blocks, are kept.
 ///
 /// # Errors
 /// Naming the figure when its SVG is missing or has no size.
@@ -30,8 +33,12 @@ use std::path::Path;
 /// ```
 pub fn embed_figures(markdown: &str, root: &Path) -> anyhow::Result<String> {
     let mut out = String::with_capacity(markdown.len());
+    let mut in_code = false;
     for line in markdown.split_inclusive('\n') {
-        match figure_of(line.trim_end()) {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+        }
+        match figure_of(line.trim_end()).filter(|_| !in_code) {
             Some((alt, file)) => {
                 out.push_str(&figure_html(alt, file, root)?);
                 out.push('\n');
@@ -56,15 +63,11 @@ fn figure_of(line: &str) -> Option<(&str, &str)> {
 fn figure_html(alt: &str, file: &str, root: &Path) -> anyhow::Result<String> {
     let svg = fs::read_to_string(root.join(file))
         .map_err(|e| anyhow::anyhow!("figure `{file}`: {e}"))?;
-    let size = |name: &str| {
-        let start = svg.find(&format!(" {name}=\""))? + name.len() + 3;
-        svg[start..].split('"').next()?.parse::<u32>().ok()
-    };
-    let (Some(width), Some(height)) = (size("width"), size("height")) else {
+    let Some((width, height)) = svg_size(&svg) else {
         anyhow::bail!("figure `{file}` has no width and height");
     };
     let name = file.trim_start_matches("figures/").trim_end_matches(".svg");
-    let alt = escape(alt);
+    let (alt, file, name) = (escape(alt), escape(file), escape(name));
     Ok(format!(
         "<figure class=\"figure\">\n<object data=\"{file}\" \
          type=\"image/svg+xml\" role=\"img\" aria-labelledby=\"figure-{name}\" \
@@ -72,13 +75,6 @@ fn figure_html(alt: &str, file: &str, root: &Path) -> anyhow::Result<String> {
          </object>\n<figcaption id=\"figure-{name}\">{alt}</figcaption>\n\
          </figure>\n"
     ))
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 #[cfg(test)]
@@ -99,6 +95,13 @@ mod tests {
         ] {
             assert_eq!(figure_of(line), None, "{line}");
         }
+    }
+
+    #[test]
+    fn figures_inside_code_blocks_are_left_as_written() {
+        let root = tempfile::tempdir().unwrap();
+        let page = "```md\n![a](figures/x.svg)\n```\n";
+        assert_eq!(embed_figures(page, root.path()).unwrap(), page);
     }
 
     #[test]

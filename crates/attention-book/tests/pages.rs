@@ -186,15 +186,11 @@ fn figures_of(text: &str) -> Vec<(String, String)> {
 /// in print, at the A4 text width, or on screen.
 #[test]
 fn every_figure_s_text_is_at_least_9_px_where_it_is_shown() {
-    use d2l_attention::plot::{display_width, min_text_px};
+    use d2l_attention::plot::{display_width, min_text_px, svg_size};
     let mut checked = 0;
     for (page, text) in pages() {
         for (name, svg) in figures_of(&text) {
-            let width: f64 = svg
-                .split("width=\"")
-                .nth(1)
-                .and_then(|w| w.split('"').next()?.parse().ok())
-                .unwrap();
+            let width = svg_size(&svg).unwrap().0 as f64;
             let shown = display_width(width);
             let px = min_text_px(&svg, shown).unwrap_or(f64::INFINITY);
             assert!(
@@ -213,6 +209,7 @@ fn every_figure_s_text_is_at_least_9_px_where_it_is_shown() {
 /// the figures of a page.
 #[test]
 fn a_series_looks_the_same_in_every_figure_of_a_page() {
+    let legend = regex::Regex::new(r#"(?s)<g class="legend">.*?</g>"#).unwrap();
     let entry = regex::Regex::new(
         r##"<(line|circle) [^>]*?((?:stroke|fill)="#[0-9A-F]{6}"[^>]*?)/>\n<text [^>]*>([^<]+)</text>"##,
     )
@@ -223,7 +220,9 @@ fn a_series_looks_the_same_in_every_figure_of_a_page() {
     for (page, text) in pages() {
         let mut seen = std::collections::HashMap::new();
         for (name, svg) in figures_of(&text) {
-            for c in entry.captures_iter(&svg) {
+            let legends_of_figure: String =
+                legend.find_iter(&svg).map(|m| m.as_str()).collect();
+            for c in entry.captures_iter(&legends_of_figure) {
                 legends += 1;
                 let look = position.replace_all(&c[2], "").into_owned();
                 let label = c[3].to_owned();

@@ -28,7 +28,8 @@ pub struct WriteError {
 /// the temporary file is removed. The file ends with the mode a plain write
 /// would leave: an existing file keeps its own, a new one gets 0o666 less
 /// the umask (usually 0o644), not the temporary file's private 0o600, so
-/// that a web server running as another user can serve a rewritten figure.
+/// that a web server running as another user can serve a rewritten figure;
+/// a symbolic link is followed, as a plain write follows it.
 ///
 /// # Errors
 /// [`WriteError`] naming `path` when its folder does not exist, is not a
@@ -50,6 +51,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
         path: path.to_owned(),
         error,
     };
+    // A symbolic link is followed, as a plain write follows it: its target
+    // is replaced, not the link.
+    let target = std::fs::canonicalize(path).ok();
+    let path = target.as_deref().unwrap_or(path);
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -101,5 +106,17 @@ mod tests {
             (mode(&path), std::fs::read(&path).unwrap()),
             (0o640, b"new".to_vec())
         );
+    }
+
+    #[test]
+    fn a_symbolic_link_is_followed_as_a_plain_write_follows_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (target, link) =
+            (dir.path().join("target"), dir.path().join("link"));
+        std::fs::write(&target, b"old").unwrap();
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
     }
 }

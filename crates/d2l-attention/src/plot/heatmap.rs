@@ -401,10 +401,11 @@ fn draw_cell<DB: DrawingBackend>(
     let mut chart = builder
         .build_cartesian_2d(x_range, y_range)
         .map_err(draw_err)?;
+    // The cells, returned to go under the axes, so that they do not cover
+    // them.
     let cells = cells_svg(&chart, (nq, nk), matrix, labels, |v| {
         norm.color(cmap, v, (vmin, vmax))
     });
-    // The cells go under the axes, so that they do not cover them.
     // an index, or its label when the caller gave labels
     let label = |ticks: Option<&[&str]>, v: f64| match ticks {
         Some(t) => t.get(v.round() as usize).copied().unwrap_or("").to_owned(),

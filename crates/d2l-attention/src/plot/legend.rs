@@ -34,6 +34,19 @@ const SWATCH: f64 = 24.0;
 const PAD: f64 = 6.0;
 /// The corner's gap to the axes, px.
 pub(super) const GAP: i32 = 8;
+/// The largest marker's radius plus half a line's width, px.
+const MARKER: i32 = 4;
+
+/// The stroke attributes of a line: colour, opacity, width 2 px and its
+/// dashes if any.
+pub(super) fn stroke(color: &str, alpha: f64, dash: Option<&str>) -> String {
+    let dash = dash
+        .map(|d| format!(" stroke-dasharray=\"{d}\""))
+        .unwrap_or_default();
+    format!(
+        "stroke=\"{color}\" stroke-opacity=\"{alpha}\" stroke-width=\"2\"{dash}"
+    )
+}
 
 impl Legend {
     pub(super) fn new(entries: Vec<(String, Swatch)>, font: f64) -> Self {
@@ -60,26 +73,42 @@ impl Legend {
 
     /// The first corner (upper right, upper left, lower right, lower left)
     /// where the legend covers none of `points` (fractions of the axes, 0
-    /// to 1, y up), or outside when each covers some. `area` is the axes'
-    /// size in px.
+    /// to 1, y up), else outside if it is at most `room` px wide, else the
+    /// corner where it covers the fewest. `area` is the axes' size in px.
     pub(super) fn place(
         &self,
         points: &[(f64, f64)],
         area: (f64, f64),
+        room: f64,
     ) -> Place {
         let (w, h) = self.size();
-        let fw = (w + GAP) as f64 / area.0;
-        let fh = (h + GAP) as f64 / area.1;
-        [(false, true), (true, true), (false, false), (true, false)]
-            .into_iter()
-            .find(|&(left, upper)| {
-                let (ax, bx) = if left { (0.0, fw) } else { (1.0 - fw, 1.0) };
-                let (ay, by) = if upper { (1.0 - fh, 1.0) } else { (0.0, fh) };
-                !points.iter().any(|&(u, v)| {
+        // its extent, with room for a marker's radius beyond its edge
+        let fw = (w + GAP + MARKER) as f64 / area.0;
+        let fh = (h + GAP + MARKER) as f64 / area.1;
+        let covered = |(left, upper): (bool, bool)| {
+            let (ax, bx) = if left { (0.0, fw) } else { (1.0 - fw, 1.0) };
+            let (ay, by) = if upper { (1.0 - fh, 1.0) } else { (0.0, fh) };
+            points
+                .iter()
+                .filter(|&&(u, v)| {
                     (ax..=bx).contains(&u) && (ay..=by).contains(&v)
                 })
-            })
-            .map_or(Place::Outside, |(left, upper)| Place::Inside(left, upper))
+                .count()
+        };
+        let corners =
+            [(false, true), (true, true), (false, false), (true, false)];
+        if let Some(&(left, upper)) = corners.iter().find(|&&c| covered(c) == 0)
+        {
+            return Place::Inside(left, upper);
+        }
+        if w as f64 <= room {
+            return Place::Outside;
+        }
+        let (left, upper) = corners
+            .into_iter()
+            .min_by_key(|&c| covered(c))
+            .expect("four corners");
+        Place::Inside(left, upper)
     }
 
     /// The legend as SVG with its top-left corner at `at` px.
@@ -96,15 +125,11 @@ impl Legend {
             let x = at.0 as f64 + PAD;
             match swatch {
                 Swatch::Line(color, alpha, dash) => {
-                    let dash = dash
-                        .map(|d| format!(" stroke-dasharray=\"{d}\""))
-                        .unwrap_or_default();
                     let _ = writeln!(
                         out,
-                        "<line x1=\"{x}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\" \
-                         stroke=\"{color}\" stroke-opacity=\"{alpha}\" \
-                         stroke-width=\"2\"{dash}/>",
-                        x + SWATCH
+                        "<line x1=\"{x}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\" {}/>",
+                        x + SWATCH,
+                        stroke(color, *alpha, *dash)
                     );
                 }
                 Swatch::Point(color, alpha) => {
@@ -149,15 +174,22 @@ mod tests {
 
     #[test]
     fn the_legend_takes_the_first_free_corner_or_goes_outside() {
-        let area = (300.0, 200.0);
-        assert_eq!(legend().place(&[], area), Place::Inside(false, true));
+        let (area, room) = ((300.0, 200.0), 100.0);
+        assert_eq!(legend().place(&[], area, room), Place::Inside(false, true));
         // Data in the upper right: upper left.
         assert_eq!(
-            legend().place(&[(0.95, 0.95)], area),
+            legend().place(&[(0.95, 0.95)], area, room),
             Place::Inside(true, true)
         );
-        let corners = [(0.02, 0.02), (0.98, 0.02), (0.02, 0.98), (0.98, 0.98)];
-        assert_eq!(legend().place(&corners, area), Place::Outside);
+        let mut corners =
+            vec![(0.02, 0.02), (0.98, 0.02), (0.02, 0.98), (0.98, 0.98)];
+        assert_eq!(legend().place(&corners, area, room), Place::Outside);
+        // No room outside: the corner covering the fewest points.
+        corners.extend([(0.97, 0.97), (0.03, 0.97), (0.97, 0.03)]);
+        assert_eq!(
+            legend().place(&corners, area, 10.0),
+            Place::Inside(true, false)
+        );
     }
 
     #[test]

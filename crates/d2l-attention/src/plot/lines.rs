@@ -4,12 +4,12 @@ use std::fmt::Write;
 
 use plotters::prelude::*;
 
-use super::legend::{GAP, Legend, Place, Swatch};
+use super::legend::{GAP, Legend, Place, Swatch, stroke};
 use super::scale::{Scale, ScaleAxis};
 use super::svg::{append, escape, text_scale, value};
 use super::{
     FONT, LABEL_FONT, PLOTTERS_PT, PlotError, Svg, TICK_FONT, draw_err,
-    invalid, pixels, tick_label,
+    invalid, pixels,
 };
 
 /// How a line is stroked.
@@ -21,7 +21,7 @@ use super::{
 ///
 /// let dashed = Series::line(&[0.0, 1.0], &[0.0, 1.0]).style(LineStyle::Dashed);
 /// let svg = plot(&[dashed], &Axes::new("x", "y")).unwrap();
-/// assert!(svg.as_str().contains("<line") || svg.as_str().contains("<polyline"));
+/// assert!(svg.as_str().contains("stroke-dasharray=\"7 4\" points="));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LineStyle {
@@ -294,7 +294,7 @@ const LINE_CYCLE: [(RGBColor, LineStyle); 4] = [
 ];
 const POINTS_COLOR: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
 /// A line with more vertices than this carries hover titles at this many
-/// of them, evenly spaced, and at its last.
+/// of them, evenly spaced from its first to its last.
 pub const LINE_TITLES_MAX: usize = 60;
 
 impl LineStyle {
@@ -319,7 +319,8 @@ fn hex(c: RGBColor) -> String {
 ///
 /// Hovering over a point or a line's vertex shows its coordinates (an SVG
 /// `<title>`, prefixed with the series' label); a line with more than
-/// [`LINE_TITLES_MAX`] vertices carries them at that many, evenly spaced. The legend shows each
+/// [`LINE_TITLES_MAX`] vertices carries them at that many, evenly spaced
+/// from its first to its last. The legend shows each
 /// series as drawn (colour, dashes, marker) in the first corner where it
 /// covers no data, else to the right of the axes. Text grows with figures
 /// wider than the printed page ([`display_width`](super::display_width)).
@@ -365,9 +366,11 @@ pub fn plot(series: &[Series], axes: &Axes) -> Result<Svg, PlotError> {
         width.saturating_sub(20 + y_area).max(1) as f64,
         height.saturating_sub(20 + x_area).max(1) as f64,
     );
-    let place = legend
-        .as_ref()
-        .map(|l| l.place(&covered(series, &x_axis, &y_axis), axes_px));
+    // Outside only while the axes keep at least half the figure's width.
+    let place = legend.as_ref().map(|l| {
+        let room = width as f64 / 2.0 - (y_area + 20 + 2 * GAP as u32) as f64;
+        l.place(&covered(series, &x_axis, &y_axis), axes_px, room)
+    });
     let right = match (&legend, place) {
         (Some(l), Some(Place::Outside)) => {
             10 + l.size().0 as u32 + 2 * GAP as u32
@@ -386,15 +389,16 @@ pub fn plot(series: &[Series], axes: &Axes) -> Result<Svg, PlotError> {
             .margin_right(right)
             .x_label_area_size(x_area)
             .y_label_area_size(y_area)
-            .build_cartesian_2d(x_axis, y_axis)
+            .build_cartesian_2d(x_axis.clone(), y_axis.clone())
             .map_err(draw_err)?;
-        let fmt = |v: &f64| tick_label(*v);
+        let x_fmt = |v: &f64| x_axis.label(*v);
+        let y_fmt = |v: &f64| y_axis.label(*v);
         chart
             .configure_mesh()
             .x_labels(6)
             .y_labels(6)
-            .x_label_formatter(&fmt)
-            .y_label_formatter(&fmt)
+            .x_label_formatter(&x_fmt)
+            .y_label_formatter(&y_fmt)
             .light_line_style(WHITE)
             .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
             .label_style((FONT, TICK_FONT * scale))
@@ -511,6 +515,18 @@ fn clip_path(xr: &std::ops::Range<i32>, yr: &std::ops::Range<i32>) -> String {
     )
 }
 
+/// The vertices of an `n`-vertex line that carry hover titles: all of
+/// them, or [`LINE_TITLES_MAX`] evenly spaced from the first to the last.
+fn title_vertices(n: usize) -> Vec<usize> {
+    if n <= LINE_TITLES_MAX {
+        return (0..n).collect();
+    }
+    let last = (LINE_TITLES_MAX - 1) as f64;
+    (0..LINE_TITLES_MAX)
+        .map(|i| (i as f64 * (n - 1) as f64 / last).round() as usize)
+        .collect()
+}
+
 /// One series as SVG: its line or points, then a hover title at each
 /// point.
 fn series_svg(
@@ -537,24 +553,19 @@ fn series_svg(
         Swatch::Line(color, alpha, dash) => {
             let coords: Vec<String> =
                 points.iter().map(|(x, y)| format!("{x},{y}")).collect();
-            let dash = dash
-                .map(|d| format!(" stroke-dasharray=\"{d}\""))
-                .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "<polyline fill=\"none\" stroke=\"{color}\" \
-                 stroke-opacity=\"{alpha}\" stroke-width=\"2\"{dash} \
-                 points=\"{}\"/>",
+                "<polyline fill=\"none\" {} points=\"{}\"/>",
+                stroke(color, *alpha, *dash),
                 coords.join(" ")
             );
             // invisible targets, 4 px around each vertex (or around
             // LINE_TITLES_MAX of them, evenly spaced)
             out.push_str("<g opacity=\"0\">\n");
-            let step = points.len().div_ceil(LINE_TITLES_MAX);
-            let last = points.len() - 1;
-            let shown =
-                (0..points.len()).filter(|i| i % step == 0 || *i == last);
-            for (i, (x, y)) in shown.map(|i| (i, points[i])) {
+            for (i, (x, y)) in title_vertices(points.len())
+                .into_iter()
+                .map(|i| (i, points[i]))
+            {
                 let _ = writeln!(
                     out,
                     "<circle cx=\"{x}\" cy=\"{y}\" r=\"4\">{}</circle>",
@@ -762,5 +773,30 @@ mod tests {
             .map(|v| v.parse().unwrap())
             .collect();
         assert!(legend_x > fields[0] + fields[2], "{legend_x} vs {fields:?}");
+    }
+
+    #[test]
+    fn long_lines_carry_exactly_sixty_titles_from_first_to_last() {
+        for n in [1, 60, 61, 120, 250, 601] {
+            let v = title_vertices(n);
+            assert_eq!(v.len(), n.min(LINE_TITLES_MAX), "{n}");
+            assert_eq!((v[0], *v.last().unwrap()), (0, n - 1));
+            assert!(v.windows(2).all(|w| w[0] < w[1]), "{n}: {v:?}");
+        }
+    }
+
+    #[test]
+    fn a_legend_too_wide_to_go_outside_takes_the_emptiest_corner() {
+        let (x, y) = ([0.0, 1.0, 0.0, 1.0], [0.0, 0.0, 1.0, 1.0]);
+        let label = "a label far too long to leave the axes any room at all";
+        let svg =
+            plot(&[Series::points(&x, &y).label(label)], &axes()).unwrap();
+        let clip = svg
+            .as_str()
+            .split("<clipPath id=\"axes\"><rect x=\"")
+            .nth(1);
+        let width: i32 =
+            clip.unwrap().split('"').nth(4).unwrap().parse().unwrap();
+        assert!(width > 200, "the axes kept {width} px");
     }
 }

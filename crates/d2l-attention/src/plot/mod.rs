@@ -24,7 +24,7 @@ pub use diagram::{Diagram, Node};
 pub use heatmap::{CELL_TITLES_MAX, HeatmapOptions, Norm, show_heatmaps};
 pub use lines::{Axes, LINE_TITLES_MAX, LineStyle, Series, plot};
 pub use scale::Scale;
-pub use svg::{PRINT_WIDTH, display_width, min_text_px};
+pub use svg::{PRINT_WIDTH, display_width, escape, min_text_px, svg_size};
 
 /// Pixels per inch: `figsize` is given in inches, as in matplotlib.
 ///

@@ -119,8 +119,9 @@ impl Ranged for ScaleAxis {
     }
 }
 
-/// Ticks of a log axis: the powers of ten within `lo..=hi`, and 2 and 5
-/// times them when fewer than three powers fall inside.
+/// Ticks of a log axis: the powers of ten within `lo..=hi` (every k-th of
+/// them when there are more than eight), 2 and 5 times them when fewer than
+/// three powers fall inside, and the ends when even those are too few.
 fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     let inside = |v: &f64| (lo * (1.0 - 1e-9)..=hi * (1.0 + 1e-9)).contains(v);
     let decades = lo.log10().floor() as i32..=hi.log10().ceil() as i32;
@@ -129,13 +130,33 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
         .map(|e| 10f64.powi(e))
         .filter(inside)
         .collect();
+    if powers.len() > 8 {
+        let k = powers.len().div_ceil(8);
+        return powers.into_iter().step_by(k).collect();
+    }
     if powers.len() >= 3 {
         return powers;
     }
-    decades
+    let ticks: Vec<f64> = decades
         .flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e)))
         .filter(inside)
-        .collect()
+        .collect();
+    if ticks.len() >= 2 {
+        ticks
+    } else {
+        vec![lo, hi]
+    }
+}
+
+impl ScaleAxis {
+    /// A tick's label: at most four decimals on a linear axis, four
+    /// significant digits on a log axis (whose ticks may be tiny).
+    pub(super) fn label(&self, v: f64) -> String {
+        match self.scale {
+            Scale::Linear => super::tick_label(v),
+            Scale::Log => super::svg::value(v),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -147,6 +168,9 @@ mod tests {
         assert_eq!(log_ticks(1.0, 1000.0), [1.0, 10.0, 100.0, 1000.0]);
         assert_eq!(log_ticks(0.8, 300.0), [1.0, 10.0, 100.0]);
         assert_eq!(log_ticks(1.5, 30.0), [2.0, 5.0, 10.0, 20.0]);
+        assert_eq!(log_ticks(3.0, 4.0), [3.0, 4.0]);
+        let wide = log_ticks(1e-12, 1e12);
+        assert!(wide.len() <= 8 && wide[0] == 1e-12, "{wide:?}");
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub const PRINT_WIDTH: f64 = 673.0;
 /// assert!(min_text_px(svg.as_str(), display_width(1000.0)).unwrap() >= 9.0);
 /// ```
 pub fn min_text_px(svg: &str, display: f64) -> Option<f64> {
-    let width: f64 = attr(svg, "width")?.parse().ok()?;
+    let width = svg_size(svg)?.0 as f64;
     svg.split("font-size=\"")
         .skip(1)
         .filter_map(|rest| rest.split('"').next()?.parse::<f64>().ok())
@@ -45,10 +45,23 @@ pub fn min_text_px(svg: &str, display: f64) -> Option<f64> {
         .reduce(f64::min)
 }
 
-/// The first value of attribute `name` in `svg`.
-fn attr<'a>(svg: &'a str, name: &str) -> Option<&'a str> {
-    let start = svg.find(&format!(" {name}=\""))? + name.len() + 3;
-    svg[start..].split('"').next()
+/// The (width, height) of an SVG document, px: its first `width` and
+/// `height` attributes (those of the `<svg>` element in the book's
+/// figures).
+///
+/// # Examples
+/// ```
+/// use d2l_attention::plot::svg_size;
+///
+/// assert_eq!(svg_size("<svg width=\"350\" height=\"250\">"), Some((350, 250)));
+/// assert_eq!(svg_size("<svg>"), None);
+/// ```
+pub fn svg_size(svg: &str) -> Option<(u32, u32)> {
+    let attr = |name: &str| {
+        let start = svg.find(&format!(" {name}=\""))? + name.len() + 3;
+        svg[start..].split('"').next()?.parse().ok()
+    };
+    Some((attr("width")?, attr("height")?))
 }
 
 /// How much larger than at its natural size text must be drawn in a figure
@@ -57,22 +70,38 @@ pub(super) fn text_scale(width: u32) -> f64 {
     (width as f64 / PRINT_WIDTH).max(1.0)
 }
 
-/// `text` with `&`, `<`, `>` and `"` escaped for SVG.
-pub(super) fn escape(text: &str) -> String {
+/// `text` with `&`, `<`, `>` and `"` escaped, for SVG and HTML text and
+/// attribute values.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::plot::escape;
+///
+/// assert_eq!(escape("\"i'm\" <b> & c"), "&quot;i'm&quot; &lt;b&gt; &amp; c");
+/// ```
+pub fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
 }
 
-/// A value for a hover title: four significant digits, no trailing zeros.
-pub(super) fn value(v: f64) -> String {
+/// A value for a hover title: four significant digits, no trailing zeros
+/// after the decimal point.
+pub(crate) fn value(v: f64) -> String {
+    if v == 0.0 {
+        return "0".to_owned();
+    }
     if v == v.round() && v.abs() < 1e6 {
         return format!("{v:.0}");
     }
     let digits = (3 - v.abs().log10().floor() as i32).clamp(0, 8) as usize;
     let s = format!("{v:.digits$}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &s
+    };
     if s == "-0" { "0" } else { s }.to_owned()
 }
 
@@ -92,21 +121,37 @@ pub(super) fn prepend(svg: &mut String, fragment: &str) {
 }
 
 /// Turns the book's subscript notation `x_{i}` inside text elements into a
-/// real subscript: `x<tspan …>i</tspan>`, the size and offset of a TeX
-/// subscript.
+/// real subscript: `x<tspan …>i</tspan>`, 70 % of the text's size (written
+/// in px, so that the size checks see it) and shifted below the baseline,
+/// as a TeX subscript. A `_{` without its `}` before the end of the line
+/// or the next tag is left as it is.
 pub(super) fn subscripts(svg: &str) -> String {
-    const OPEN: &str = "<tspan font-size=\"70%\" baseline-shift=\"sub\">";
     let mut out = String::with_capacity(svg.len());
     let mut rest = svg;
     while let Some(start) = rest.find("_{") {
-        let Some(len) = rest[start..].find('}') else {
-            break;
-        };
+        let after = &rest[start + 2..];
+        let end = after
+            .find(['}', '<', '\n'])
+            .filter(|&e| after[e..].starts_with('}'));
         out.push_str(&rest[..start]);
-        out.push_str(OPEN);
-        out.push_str(&rest[start + 2..start + len]);
-        out.push_str("</tspan>");
-        rest = &rest[start + len + 1..];
+        let Some(end) = end else {
+            out.push_str("_{");
+            rest = after;
+            continue;
+        };
+        // the enclosing text element's size: the last one written
+        let size = out
+            .rsplit("<text ")
+            .next()
+            .and_then(|tag| tag.split('>').next()?.split("font-size=\"").nth(1))
+            .and_then(|s| s.split('"').next()?.parse::<f64>().ok())
+            .unwrap_or(16.0);
+        out.push_str(&format!(
+            "<tspan font-size=\"{}\" baseline-shift=\"sub\">{}</tspan>",
+            (size * 0.7 * 100.0).round() / 100.0,
+            &after[..end]
+        ));
+        rest = &after[end + 1..];
     }
     out.push_str(rest);
     out
@@ -119,6 +164,10 @@ mod tests {
     #[test]
     fn values_keep_four_significant_digits() {
         assert_eq!(value(3.0), "3");
+        assert_eq!(value(-0.0), "0");
+        assert_eq!(value(1000.4), "1000");
+        assert_eq!(value(10000.3), "10000");
+        assert_eq!(value(2.5e6), "2500000");
         assert_eq!(value(0.123456), "0.1235");
         assert_eq!(value(0.000123456), "0.0001235");
         assert_eq!(value(-12.5), "-12.5");
@@ -128,12 +177,21 @@ mod tests {
 
     #[test]
     fn subscripts_become_tspans() {
+        let sub = |t: &str| {
+            format!("<tspan font-size=\"7\" baseline-shift=\"sub\">{t}</tspan>")
+        };
         assert_eq!(
-            subscripts(">\nh_{1} … h_{T}\n<"),
-            ">\nh<tspan font-size=\"70%\" baseline-shift=\"sub\">1</tspan> … \
-             h<tspan font-size=\"70%\" baseline-shift=\"sub\">T</tspan>\n<"
+            subscripts("<text font-size=\"10\">\nh_{1} … h_{T}\n</text>"),
+            format!(
+                "<text font-size=\"10\">\nh{} … h{}\n</text>",
+                sub("1"),
+                sub("T")
+            )
         );
-        assert_eq!(subscripts("a_b {c}"), "a_b {c}");
+        // Unclosed or spanning a tag or line: left as written.
+        for text in ["a_b {c}", "<text>x_{1</text><text>}</text>", "x_{1\n}"] {
+            assert_eq!(subscripts(text), text);
+        }
     }
 
     #[test]
@@ -141,7 +199,10 @@ mod tests {
         let svg = "<svg width=\"200\" height=\"100\"><text font-size=\"10\">\
                    a</text><text font-size=\"8\">b</text></svg>";
         assert_eq!(min_text_px(svg, 400.0), Some(16.0));
-        assert_eq!(min_text_px("<svg width=\"200\"></svg>", 400.0), None);
+        assert_eq!(
+            min_text_px("<svg width=\"200\" height=\"1\"></svg>", 400.0),
+            None
+        );
         assert_eq!(text_scale(350), 1.0);
         assert!((text_scale(1000) - 1000.0 / 673.0).abs() < 1e-12);
     }
