@@ -441,20 +441,25 @@ fn cells_svg<DB: DrawingBackend>(
     let corner = |q: usize, k: usize| {
         chart.backend_coord(&(k as f64 - 0.5, q as f64 - 0.5))
     };
+    // the opening of a rectangle between two corners
+    let rect = |(x0, y0): (i32, i32), (x1, y1): (i32, i32)| {
+        format!(
+            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"",
+            x0.min(x1),
+            y0.min(y1),
+            (x1 - x0).abs(),
+            (y1 - y0).abs()
+        )
+    };
     let mut out = String::from("<g>\n");
     for q in 0..nq {
         let row = &matrix[q * nk..(q + 1) * nk];
         for (k, &v) in row.iter().enumerate() {
-            let ((x0, y0), (x1, y1)) = (corner(q, k), corner(q + 1, k + 1));
             let RGBColor(r, g, b) = color(v);
             let _ = write!(
                 out,
-                "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" \
-                 fill=\"#{r:02X}{g:02X}{b:02X}\"",
-                x0.min(x1),
-                y0.min(y1),
-                (x1 - x0).abs(),
-                (y1 - y0).abs()
+                "{} fill=\"#{r:02X}{g:02X}{b:02X}\"",
+                rect(corner(q, k), corner(q + 1, k + 1))
             );
             if labels.row_titles {
                 out.push_str("/>\n");
@@ -464,7 +469,6 @@ fn cells_svg<DB: DrawingBackend>(
             }
         }
         if labels.row_titles {
-            let ((x0, y0), (x1, y1)) = (corner(q, 0), corner(q + 1, nk));
             let (k, v) = row.iter().copied().enumerate().fold(
                 (0, f64::NEG_INFINITY),
                 |a, b| {
@@ -473,12 +477,8 @@ fn cells_svg<DB: DrawingBackend>(
             );
             let _ = writeln!(
                 out,
-                "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" \
-                 opacity=\"0\">{}</rect>",
-                x0.min(x1),
-                y0.min(y1),
-                (x1 - x0).abs(),
-                (y1 - y0).abs(),
+                "{} opacity=\"0\">{}</rect>",
+                rect(corner(q, 0), corner(q + 1, nk)),
                 labels.hover(q, k, v, true)
             );
         }
