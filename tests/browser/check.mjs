@@ -44,7 +44,7 @@ const SEARCH = {
   "multihead-attention": "transpose_qkv",
   "self-attention-positional-encoding": "sinusoidal",
   "transformer": "AddNorm",
-  "notes-on-speed": "mimalloc",
+  "performance": "GEMM",
 };
 
 const TYPES = {

@@ -5,7 +5,8 @@
 //! module it names as `crate::module` (in `use` lines or paths), followed
 //! through the modules those name in turn. Editing the Nadaraya–Watson
 //! module therefore re-runs the Nadaraya–Watson listings and not the
-//! Bahdanau training, which never names it.
+//! Bahdanau training, which never names it. A file read in with
+//! `include_str!` counts as well.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -60,6 +61,10 @@ pub fn dependencies(
                     todo.push(path);
                 }
             }
+        }
+        let dir = next.parent().unwrap_or(Path::new(""));
+        for included in included_files(&text) {
+            seen.insert(normalize(&dir.join(included)));
         }
     }
     Ok(seen)
@@ -122,6 +127,30 @@ fn named_modules(text: &str) -> BTreeSet<String> {
         }
     }
     names
+}
+
+/// The paths given to `include_str!("…")`, as written.
+fn included_files(text: &str) -> Vec<&str> {
+    text.split("include_str!(\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .collect()
+}
+
+/// `path` with its `..` and `.` segments resolved, without touching the
+/// file system.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// The comma-separated items of a `{…}` group whose opening brace has been
@@ -212,6 +241,18 @@ mod tests {
                 .any(|f| f.contains("nadaraya_watson")
                     || f.contains("listings/nw")),
             "{bahdanau:?}"
+        );
+    }
+
+    #[test]
+    fn a_listing_depends_on_the_files_it_includes() {
+        let performance =
+            deps("crates/d2l-attention/src/listings/performance.rs");
+        let run = "crates/d2l-attention/benches/reports/2026-12-02-suite.json";
+        assert!(performance.iter().any(|f| f == run), "{performance:?}");
+        assert!(
+            performance.contains(&format!("{LIBRARY}/performance.rs")),
+            "{performance:?}"
         );
     }
 

@@ -8,11 +8,13 @@
 //!
 //! Run: `cargo bench -p d2l-attention --bench bahdanau_train [-- EPOCHS [SEED]]`
 //! (default 25 epochs and seed 0; the chapter trains 250 epochs).
-//! `python/bench_bahdanau.py` is the same run in PyTorch.
+//! The benchmark suite (`benches/suite.rs`) times the same training next to
+//! d2l's in PyTorch.
+
+mod common;
 
 use burn::module::Module;
 use d2l_attention::BackendChoice;
-use d2l_attention::bahdanau::Seq2SeqConfig;
 use d2l_attention::listings::bahdanau::EXAMPLES;
 use d2l_attention::machine_translation::{NmtData, bleu, load_fra_eng};
 use d2l_attention::seq2seq::{TrainConfig, predict_seq2seq, train_seq2seq};
@@ -44,10 +46,7 @@ fn main() -> anyhow::Result<()> {
     let train_device = device.clone().autodiff();
     let data = NmtData::new(&load_fra_eng(None)?, 10, 600)?;
     train_device.seed(seed);
-    let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
-    let model = Seq2SeqConfig::new(src, tgt, 32, 32, 2)
-        .with_dropout(0.1)
-        .init(&train_device);
+    let model = common::bahdanau(&data, &train_device);
     let config = TrainConfig::new()
         .with_batch_size(64)
         .with_num_epochs(num_epochs);

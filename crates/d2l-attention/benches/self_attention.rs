@@ -5,26 +5,12 @@
 //!
 //! Run: `cargo bench -p d2l-attention --bench self_attention`.
 
-use std::time::{Duration, Instant};
+mod common;
 
-use burn::tensor::Tensor;
+use common::median_seconds;
 use d2l_attention::BackendChoice;
 use d2l_attention::attention_scoring::{self_attention, self_attention_loop};
 use d2l_attention::random::randn;
-
-/// Median of `runs` timings of `f`; each run reads the result back, so
-/// that lazy backends really compute it.
-fn median(runs: usize, mut f: impl FnMut() -> Tensor<2>) -> Duration {
-    let mut times: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            let _ = f().into_data();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[runs / 2]
-}
 
 fn main() -> anyhow::Result<()> {
     let backend = BackendChoice::from_env()?;
@@ -42,13 +28,18 @@ fn main() -> anyhow::Result<()> {
     );
     for n in [8, 16, 32, 64] {
         let x = randn([d1, n], 4, &device);
-        let looped = median(5, || self_attention_loop(&x, &w_q, &w_k, &w_v));
-        let vectorised = median(51, || self_attention(&x, &w_q, &w_k, &w_v).0);
-        let speedup = looped.as_secs_f64() / vectorised.as_secs_f64();
+        // Each run reads the result back, so that a lazy backend computes it.
+        let looped = median_seconds(0, 5, 1, || {
+            let _ = self_attention_loop(&x, &w_q, &w_k, &w_v).into_data();
+        });
+        let vectorised = median_seconds(0, 51, 1, || {
+            let _ = self_attention(&x, &w_q, &w_k, &w_v).0.into_data();
+        });
+        let speedup = looped / vectorised;
         println!(
             "{n:>5} {:>10.3}ms {:>12.3}ms {speedup:>8.0}×",
-            looped.as_secs_f64() * 1e3,
-            vectorised.as_secs_f64() * 1e3
+            looped * 1e3,
+            vectorised * 1e3
         );
     }
     Ok(())

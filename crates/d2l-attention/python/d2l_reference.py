@@ -2,7 +2,7 @@
 package is not needed): the masked softmax and scores of d2l zh 10.3 and the
 seq2seq encoder, attention decoder, loss and initialisation of zh 9.7 and
 10.4. One module, imported by the golden generator (`make_golden.py`) and
-the PyTorch benchmark (`bench_bahdanau.py`) in this folder.
+the PyTorch side of the benchmark suite (`bench_pytorch.py`) in this folder.
 """
 
 import math

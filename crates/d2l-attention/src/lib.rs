@@ -31,6 +31,7 @@ pub mod listings;
 pub mod machine_translation;
 pub mod multihead_attention;
 pub mod nadaraya_watson;
+pub mod performance;
 pub mod plot;
 pub mod positional_encoding;
 pub mod printing;

@@ -503,7 +503,7 @@ fn the_chapter_s_examples_and_model_size() {
     assert_eq!(tokens(&normalize_spaces(&text)).len(), 1);
 }
 
-/// The notes on speed: the chapter's 600 sources have at most 5 tokens
+/// The Performance appendix: the chapter's 600 sources have at most 5 tokens
 /// with `<eos>`, so at most 5 of the 10 key positions are ever attended.
 #[test]
 #[ignore = "needs the full corpus in D2L_DATA_DIR"]

@@ -19,6 +19,7 @@ use crate::Svg;
 pub mod bahdanau;
 pub mod multihead;
 pub mod nw;
+pub mod performance;
 pub mod qkv;
 pub mod scoring;
 pub mod self_attention;
@@ -113,6 +114,7 @@ pub fn all() -> Vec<Listing> {
         transformer::LISTINGS,
         transformer_training::LISTINGS,
         transformer_exercises::LISTINGS,
+        performance::LISTINGS,
     ]
     .concat()
 }

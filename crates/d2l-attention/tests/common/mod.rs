@@ -75,15 +75,21 @@ pub fn assert_close<const D: usize>(
     worst
 }
 
-/// Every CPU backend of this build, with its device.
+/// Every backend these tests run on, with its device: this build's CPU
+/// backends and, when `D2L_DEVICE` names a GPU (`libtorch-cuda:N`, as
+/// `scripts/gpu-check` sets it), that GPU too.
 pub fn devices() -> Vec<(BackendChoice, Device)> {
-    BackendChoice::compiled_cpu_backends()
+    let mut backends = BackendChoice::compiled_cpu_backends();
+    if let Ok(gpu @ BackendChoice::LibTorchCuda(_)) = BackendChoice::from_env() {
+        backends.push(gpu);
+    }
+    backends
         .into_iter()
         .map(|b| (b, b.device().unwrap()))
         .collect()
 }
 
-/// Every CPU backend in both modes, eval (its plain device) and train (its
+/// Every tested backend in both modes, eval (its plain device) and train (its
 /// autodiff device): ("flex eval", device), ("flex train", device), ….
 pub fn modes() -> Vec<(String, Device)> {
     devices()

@@ -1,0 +1,47 @@
+//! What the benchmarks share: timing, and the two chapters' models.
+#![allow(dead_code)] // each bench uses its own part
+
+use std::time::Instant;
+
+use burn::tensor::Device;
+use d2l_attention::bahdanau::{BahdanauModel, Seq2SeqConfig};
+use d2l_attention::machine_translation::NmtData;
+use d2l_attention::transformer::{TransformerConfig, TransformerModel};
+
+/// The median over `runs` timed runs, after `warmup` untimed ones, of the
+/// seconds one call of `f` takes; each run makes `reps` calls. `f` must
+/// finish its work before it returns (sync a device that computes
+/// asynchronously).
+pub fn median_seconds(
+    warmup: usize,
+    runs: usize,
+    reps: usize,
+    mut f: impl FnMut(),
+) -> f64 {
+    (0..warmup).for_each(|_| f());
+    let mut times: Vec<f64> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            (0..reps).for_each(|_| f());
+            start.elapsed().as_secs_f64() / reps as f64
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[runs / 2]
+}
+
+/// The Bahdanau chapter's model (d2l zh §10.4: embed 32, hidden 32, two
+/// layers, dropout 0.1) for `data`, on `device`.
+pub fn bahdanau(data: &NmtData, device: &Device) -> BahdanauModel {
+    let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
+    Seq2SeqConfig::new(src, tgt, 32, 32, 2)
+        .with_dropout(0.1)
+        .init(device)
+}
+
+/// The Transformer chapter's model (d2l zh §10.7.3: 32 hidden, FFN 64,
+/// 4 heads, 2 blocks, dropout 0.1: the config's defaults) for `data`.
+pub fn transformer(data: &NmtData, device: &Device) -> TransformerModel {
+    TransformerConfig::new(data.src_vocab.len(), data.tgt_vocab.len())
+        .init(device)
+}

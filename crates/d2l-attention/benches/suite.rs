@@ -1,0 +1,395 @@
+//! The benchmark suite: every item of the Performance appendix
+//! (`d2l_attention::performance::ITEMS`) on our side and in PyTorch 2.9.0
+//! running d2l's code (`python/bench_pytorch.py`), alternating item by item
+//! for several rounds, with equal thread counts; prints the ratio table.
+//!
+//! Run: `cargo bench -p d2l-attention --bench suite [-- OPTIONS]` (see
+//! `--help`). Ours runs on flex, and on libtorch too in a `tch` build;
+//! PyTorch runs from the virtualenv of the README's libtorch section.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use anyhow::{Context, bail};
+use burn::tensor::{Device, Tensor};
+use common::median_seconds;
+use d2l_attention::BackendChoice;
+use d2l_attention::attention_scoring::{DotProductAttentionConfig, ValidLens};
+use d2l_attention::machine_translation::{Corpus, NmtData};
+use d2l_attention::multihead_attention::MultiHeadAttentionConfig;
+use d2l_attention::nadaraya_watson::{Dataset, NWKernelRegression, train};
+use d2l_attention::performance::{ITEMS, Measured, Run};
+use d2l_attention::random::randn;
+use d2l_attention::seq2seq::{Decoder, Encoder, EncoderDecoder, TrainConfig, train_seq2seq};
+
+/// The allocator of the book's `mdbook-listings`, which trains the chapters.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The command line.
+#[derive(clap::Parser)]
+#[command(about = "Times the book's code against d2l's in PyTorch and prints the ratio table")]
+struct Args {
+    /// Alternating rounds (ours, then PyTorch, item by item).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
+    rounds: u64,
+    /// Timed runs per item and round; each figure is their median.
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u64).range(1..))]
+    runs: u64,
+    /// Untimed runs before the timed ones.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
+    warmup: u64,
+    /// Epochs of each training; the first is the warm-up, the figure is
+    /// the median over the others.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(2..))]
+    epochs: u64,
+    /// Threads on each side (default: all the cores the system gives).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    threads: Option<u64>,
+    /// Our backends (repeat the option for several; default flex, and
+    /// libtorch in a `tch` build): flex, libtorch, libtorch-cuda:N.
+    #[arg(long = "device")]
+    devices: Vec<BackendChoice>,
+    /// Only these items (ids, comma-separated; default all).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Python with PyTorch 2.9.0 (default: the README's virtualenv,
+    /// $D2L_TORCH_VENV or ~/.cache/attention-book/torch-2.9.0).
+    #[arg(long)]
+    python: Option<PathBuf>,
+    /// Also write the run as JSON to this file (what the appendix draws).
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Added by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+/// Valid lengths in [64, 128]; `bench_pytorch.py` uses the same formula.
+fn lens(batch_size: usize) -> Vec<usize> {
+    (0..batch_size).map(|i| 64 + (i * 37) % 65).collect()
+}
+
+/// What an item needs besides the device: the run's settings and, for
+/// the trainings, d2l's 600 pairs.
+struct Setup {
+    warmup: usize,
+    runs: usize,
+    epochs: usize,
+    data: Option<NmtData>,
+}
+
+/// The items that train on the corpus.
+const TRAININGS: [&str; 2] = ["bahdanau", "transformer"];
+
+/// Our seconds per operation of item `id` on `device`.
+fn measure(id: &str, device: &Device, s: &Setup) -> anyhow::Result<f64> {
+    let (warmup, runs) = (s.warmup, s.runs);
+    let sync = |d: &Device| d.sync().expect("the device computes");
+    Ok(match id {
+        "gemm_square" | "gemm_proj" => {
+            let (m, k) = if id == "gemm_square" { (2048, 2048) } else { (4096, 512) };
+            let a = randn([m, k], 1, device);
+            let b = randn([k, k], 2, device);
+            median_seconds(warmup, runs, 1, || {
+                let _ = a.clone().matmul(b.clone());
+                sync(device);
+            })
+        }
+        "sdpa_demo" | "sdpa" => {
+            let (b, q, k, d, v, valid) = if id == "sdpa" {
+                (256, 128, 128, 64, 64, lens(256))
+            } else {
+                (2, 1, 10, 2, 4, vec![2, 6])
+            };
+            let queries = randn([b, q, d], 1, device);
+            let keys = randn([b, k, d], 2, device);
+            let values = randn([b, k, v], 3, device);
+            let valid_lens = ValidLens::new(&valid, device);
+            let attention = DotProductAttentionConfig::new().init();
+            let reps = if id == "sdpa" { 1 } else { 100 };
+            median_seconds(warmup, runs, reps, || {
+                let _ = attention.forward(
+                    queries.clone(),
+                    keys.clone(),
+                    values.clone(),
+                    Some(&valid_lens),
+                );
+                sync(device);
+            })
+        }
+        "mha_fwd" | "mha_fwd_bwd" => {
+            let backward = id == "mha_fwd_bwd";
+            let device = &if backward { device.clone().autodiff() } else { device.clone() };
+            let attention = MultiHeadAttentionConfig::new(512, 512, 512, 512, 8).init(device);
+            let x: Tensor<3> = randn([32, 128, 512], 1, device);
+            let valid_lens = ValidLens::new(&lens(32), device);
+            median_seconds(warmup, runs, 1, || {
+                let output = attention
+                    .forward(x.clone(), x.clone(), x.clone(), Some(&valid_lens))
+                    .output;
+                if backward {
+                    let _ = output.sum().backward();
+                }
+                sync(device);
+            })
+        }
+        "nw_epoch" => {
+            let device = device.clone().autodiff();
+            let data = Dataset::generate(50, 0, &device);
+            let reps = 50; // bench_pytorch.py's too
+            median_seconds(warmup, runs, 1, || {
+                let model = NWKernelRegression::new(1.0, &device);
+                let (x, y) = (data.x_train.clone(), data.y_train.clone());
+                train(model, x, y, 0.5, reps, |_| {}).expect("a finite w");
+            }) / reps as f64
+        }
+        "bahdanau" => per_token(common::bahdanau, device, s)?,
+        "transformer" => per_token(common::transformer, device, s)?,
+        _ => bail!("unknown item `{id}`"),
+    })
+}
+
+/// Trains `model` for the set epochs on d2l's 600 pairs as the chapters
+/// do (batch 64, Adam lr 0.005, seed 0); the median over epochs 2, 3, …
+/// of an epoch's seconds per target token.
+fn per_token<E: Encoder, D: Decoder<E::Output>>(
+    model: fn(&NmtData, &Device) -> EncoderDecoder<E, D>,
+    device: &Device,
+    s: &Setup,
+) -> anyhow::Result<f64> {
+    let data = s.data.as_ref().expect("loaded for the trainings");
+    let device = device.clone().autodiff();
+    device.seed(0);
+    let config = TrainConfig::new().with_batch_size(64).with_num_epochs(s.epochs);
+    let mut epochs = Vec::new();
+    train_seq2seq(model(data, &device), data, &config, &device, |e| epochs.push(e))?;
+    let mut per_token: Vec<f64> = epochs
+        .windows(2)
+        .map(|w| (w[1].seconds - w[0].seconds) / (w[1].tokens - w[0].tokens) as f64)
+        .collect();
+    per_token.sort_by(f64::total_cmp);
+    Ok(per_token[per_token.len() / 2])
+}
+
+/// `bench_pytorch.py`, running, answering one item id at a time.
+struct PyTorch {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    hello: serde_json::Value,
+}
+
+impl PyTorch {
+    /// Starts the script on PyTorch's `device`; `corpus`, when given, is
+    /// the `fra.txt` its trainings read.
+    fn start(
+        python: &Path,
+        args: &Args,
+        threads: usize,
+        device: &str,
+        corpus: Option<&Path>,
+    ) -> anyhow::Result<Self> {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/bench_pytorch.py");
+        let mut command = Command::new(python);
+        command
+            .arg(script)
+            .args(["--threads", &threads.to_string(), "--device", device])
+            .args(["--warmup", &args.warmup.max(1).to_string()])
+            .args(["--runs", &args.runs.to_string(), "--epochs", &args.epochs.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        if let Some(dir) = corpus.and_then(Path::parent) {
+            command.env("D2L_DATA_DIR", dir);
+        }
+        let mut child = command.spawn().with_context(|| {
+            format!(
+                "cannot run `{}`: install PyTorch 2.9.0 as the README's libtorch section says, \
+                 or name another Python with --python",
+                python.display()
+            )
+        })?;
+        let stdin = child.stdin.take().expect("piped");
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
+        let hello = read_json(&mut stdout)?;
+        Ok(PyTorch { child, stdin, stdout, hello })
+    }
+
+    fn measure(&mut self, id: &str) -> anyhow::Result<f64> {
+        writeln!(self.stdin, "{id}")?;
+        self.stdin.flush()?;
+        let answer = read_json(&mut self.stdout)?;
+        answer["seconds"]
+            .as_f64()
+            .with_context(|| format!("bench_pytorch.py answered {answer} for `{id}`"))
+    }
+}
+
+impl Drop for PyTorch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn read_json(stdout: &mut impl BufRead) -> anyhow::Result<serde_json::Value> {
+    let mut line = String::new();
+    if stdout.read_line(&mut line)? == 0 {
+        bail!("bench_pytorch.py stopped (its error is above)");
+    }
+    Ok(serde_json::from_str(&line)?)
+}
+
+/// PyTorch's device for one of our backends.
+fn torch_device(backend: BackendChoice) -> String {
+    match backend {
+        BackendChoice::LibTorchCuda(i) => format!("cuda:{i}"),
+        _ => "cpu".into(),
+    }
+}
+
+/// The CPU's model name and its vector extensions that matter for f32
+/// products, from /proc/cpuinfo ("unknown" elsewhere).
+fn cpu() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        info.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split(':').nth(1))
+            .map(|v| v.trim().to_owned())
+    };
+    let flags = field("flags").unwrap_or_default();
+    let has: Vec<&str> = ["avx2", "fma", "avx512f"]
+        .into_iter()
+        .filter(|f| flags.split(' ').any(|x| x == *f))
+        .collect();
+    let model = field("model name").unwrap_or_else(|| "unknown CPU".into());
+    format!("{model} ({})", has.join(", "))
+}
+
+/// The version of `package` in the workspace's Cargo.lock.
+fn locked_version(package: &str) -> String {
+    let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.lock"))
+        .unwrap_or_default();
+    let entry = format!("name = \"{package}\"\nversion = \"");
+    lock.split_once(&entry)
+        .and_then(|(_, rest)| rest.split('"').next())
+        .unwrap_or("unknown")
+        .to_owned()
+}
+
+fn commit() -> String {
+    Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or("unknown".into(), |o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+}
+
+fn main() -> anyhow::Result<()> {
+    let args: Args = clap::Parser::parse();
+    let threads = match args.threads {
+        Some(t) => t as usize,
+        None => std::thread::available_parallelism()?.get(),
+    };
+    // flex computes on rayon's global pool (gemm takes all of its threads).
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build_global()?;
+    let backends = if args.devices.is_empty() {
+        BackendChoice::compiled_cpu_backends()
+    } else {
+        args.devices.clone()
+    };
+    let items: Vec<&str> = match args.only.as_slice() {
+        [] => ITEMS.iter().map(|i| i.id).collect(),
+        only => only.iter().map(String::as_str).collect(),
+    };
+    if let Some(bad) = items.iter().find(|id| d2l_attention::performance::item(id).is_none()) {
+        let ids: Vec<&str> = ITEMS.iter().map(|i| i.id).collect();
+        bail!("--only: unknown item `{bad}`; items: {}", ids.join(", "));
+    }
+    let python = args.python.clone().unwrap_or_else(|| {
+        let venv = std::env::var_os("D2L_TORCH_VENV").map(PathBuf::from).unwrap_or_else(|| {
+            dirs::home_dir().unwrap_or_default().join(".cache/attention-book/torch-2.9.0")
+        });
+        venv.join("bin/python")
+    });
+    let corpus = match items.iter().any(|id| TRAININGS.contains(id)) {
+        true => Some(Corpus::load(None)?),
+        false => None,
+    };
+    let setup = Setup {
+        warmup: args.warmup as usize,
+        runs: args.runs as usize,
+        epochs: args.epochs as usize,
+        data: corpus.as_ref().map(|c| c.training_data(10, 600)).transpose()?,
+    };
+    // One PyTorch per kind of device: flex and libtorch share the CPU's.
+    let mut torch: Vec<(String, PyTorch)> = Vec::new();
+    for backend in &backends {
+        let name = torch_device(*backend);
+        if !torch.iter().any(|(n, _)| *n == name) {
+            let path = corpus.as_ref().map(|c| c.path.as_path());
+            let started = PyTorch::start(&python, &args, threads, &name, path)?;
+            if started.hello["threads"].as_u64() != Some(threads as u64) {
+                bail!("PyTorch runs {} threads, not {threads}", started.hello["threads"]);
+            }
+            torch.push((name, started));
+        }
+    }
+    let devices: Vec<Device> = backends.iter().map(|b| b.device()).collect::<Result<_, _>>()?;
+    let mut results: Vec<Measured> = Vec::new();
+    for round in 1..=args.rounds {
+        for id in &items {
+            eprint!("round {round}, {id}:");
+            for (backend, device) in backends.iter().zip(&devices) {
+                let ours = measure(id, device, &setup)?;
+                let (_, py) = torch
+                    .iter_mut()
+                    .find(|(n, _)| *n == torch_device(*backend))
+                    .expect("started above");
+                let theirs = py.measure(id)?;
+                eprint!(" {backend} {ours:.3e} s, PyTorch {theirs:.3e} s;");
+                let name = backend.to_string();
+                match results.iter_mut().find(|m| m.item == *id && m.backend == name) {
+                    Some(m) => {
+                        m.ours.push(ours);
+                        m.pytorch.push(theirs);
+                    }
+                    None => results.push(Measured {
+                        item: id.to_string(),
+                        backend: name,
+                        ours: vec![ours],
+                        pytorch: vec![theirs],
+                    }),
+                }
+            }
+            eprintln!();
+        }
+    }
+    let hello = &torch[0].1.hello;
+    let run = Run {
+        date: hello["date"].as_str().unwrap_or("unknown").to_owned(),
+        commit: commit(),
+        cpu: cpu(),
+        threads,
+        burn: locked_version("burn"),
+        torch: hello["torch"].as_str().unwrap_or("unknown").to_owned(),
+        rounds: args.rounds as usize,
+        warmup: args.warmup as usize,
+        runs: args.runs as usize,
+        epochs: args.epochs as usize,
+        results,
+    };
+    print!("{}", run.table());
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&run)? + "\n";
+        d2l_attention::files::write_atomic(path, json.as_bytes())?;
+        println!("\nwritten to {}", path.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,316 @@
+"""The PyTorch side of the benchmark suite (benches/suite.rs): each item of
+the suite written as d2l writes it, timed the way the Rust side times ours.
+
+Items (the suite's ids):
+  gemm_square   f32 matrix product 2048 x 2048 by 2048 x 2048
+  gemm_proj     f32 matrix product 4096 x 512 by 512 x 512 (the multi-head
+                layer's projections at the size below)
+  sdpa_demo     d2l's DotProductAttention, forward, at d2l's demo size:
+                queries (2, 1, 2), keys (2, 10, 2), values (2, 10, 4),
+                valid_lens [2, 6] (d2l zh 10.3.2)
+  sdpa          the same at (256, 128, 64): 256 sequences, 128 queries and
+                128 keys of 64 features, valid lengths in [64, 128]
+  mha_fwd       d2l's MultiHeadAttention (no bias), forward: batch 32,
+                128 steps, 512 hidden, 8 heads, valid lengths in [64, 128]
+  mha_fwd_bwd   the same, forward and backward of output.sum()
+  nw_epoch      one epoch of the parametric Nadaraya-Watson training of
+                d2l zh 10.2.4 (50 points, SGD with lr 0.5)
+  bahdanau      the Bahdanau chapter's training (d2l zh 10.4), per token
+  transformer   the Transformer chapter's training (d2l zh 10.7.3), per token
+
+Forward items run under torch.no_grad() (ours run on a device without
+autodiff); every figure is the median of several runs after warm-up, in
+seconds per operation (per target token for the trainings).
+
+Run by the suite, which writes item ids to standard input, one a line, and
+reads one JSON line back for each. By hand, with PyTorch 2.9.0 (the
+virtualenv of the README's libtorch section):
+
+    ~/.cache/attention-book/torch-2.9.0/bin/python \
+        crates/d2l-attention/python/bench_pytorch.py --threads 2 sdpa mha_fwd
+
+The trainings read the corpus from $D2L_DATA_DIR/fra.txt.
+"""
+
+import argparse
+import collections
+import datetime
+import json
+import math
+import os
+import statistics
+import sys
+import time
+import warnings
+
+warnings.filterwarnings("ignore", message="Failed to initialize NumPy")  # not used here
+warnings.filterwarnings("ignore", message="Converting a tensor with requires_grad")  # d2l does
+import torch  # noqa: E402
+from torch import nn
+
+from d2l_reference import (  # noqa: E402
+    DotProductAttention,
+    MultiHeadAttention,
+    Seq2SeqAttentionDecoder,
+    Seq2SeqEncoder,
+    TransformerDecoder,
+    TransformerEncoder,
+    masked_ce_loss,
+    xavier_init_weights,
+)
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def median_seconds(f, device, warmup, runs, reps=1):
+    """Median over `runs` timed runs (after `warmup` untimed ones) of the
+    seconds one call of `f` takes; each run calls it `reps` times."""
+    for _ in range(warmup):
+        f()
+    sync(device)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        for _ in range(reps):
+            f()
+        sync(device)
+        times.append((time.perf_counter() - start) / reps)
+    return statistics.median(times)
+
+
+def lens(batch_size, device):
+    """Valid lengths in [64, 128], the same formula as the Rust side's."""
+    return torch.tensor([64 + (i * 37) % 65 for i in range(batch_size)], device=device)
+
+
+def gemm(m, k, n):
+    def item(device, args):
+        a, b = torch.randn(m, k, device=device), torch.randn(k, n, device=device)
+        return median_seconds(lambda: torch.mm(a, b), device, args.warmup, args.runs)
+    return item
+
+
+def sdpa_demo(device, args):
+    queries = torch.normal(0, 1, (2, 1, 2), device=device)
+    keys = torch.normal(0, 1, (2, 10, 2), device=device)
+    values = torch.normal(0, 1, (2, 10, 4), device=device)
+    valid_lens = torch.tensor([2, 6], device=device)
+    attention = DotProductAttention(dropout=0.0).to(device).eval()
+    with torch.no_grad():
+        return median_seconds(lambda: attention(queries, keys, values, valid_lens),
+                              device, args.warmup, args.runs, reps=100)
+
+
+def sdpa(device, args):
+    q, k, v = (torch.randn(256, 128, 64, device=device) for _ in range(3))
+    valid_lens = lens(256, device)
+    attention = DotProductAttention(dropout=0.0).to(device).eval()
+    with torch.no_grad():
+        return median_seconds(lambda: attention(q, k, v, valid_lens), device,
+                              args.warmup, args.runs)
+
+
+def mha(backward):
+    def item(device, args):
+        x = torch.randn(32, 128, 512, device=device)
+        valid_lens = lens(32, device)
+        attention = MultiHeadAttention(512, 8, dropout=0.0).to(device).eval()
+        if backward:
+            def step():
+                attention.zero_grad(set_to_none=True)
+                attention(x, x, x, valid_lens).sum().backward()
+            return median_seconds(step, device, args.warmup, args.runs)
+        with torch.no_grad():
+            return median_seconds(lambda: attention(x, x, x, valid_lens), device,
+                                  args.warmup, args.runs)
+    return item
+
+
+class NWKernelRegression(nn.Module):
+    """d2l zh 10.2.4's model, as chapter10.ipynb In[13] writes it."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.rand((1,)))
+
+    def forward(self, queries, keys, values):
+        queries = queries.repeat_interleave(keys.shape[1]).reshape(-1, keys.shape[1])
+        self.attention_weights = nn.functional.softmax(
+            -((queries - keys) * self.w) ** 2 / 2, dim=1)
+        return torch.bmm(self.attention_weights.unsqueeze(1), values.unsqueeze(-1)).reshape(-1)
+
+
+def nw_epoch(device, args):
+    n_train = 50
+    x_train, _ = torch.sort(torch.rand(n_train, device=device) * 5)
+    y_train = 2 * torch.sin(x_train) + x_train**0.8 + torch.normal(0.0, 0.5, (n_train,), device=device)
+    others = (1 - torch.eye(n_train, device=device)).type(torch.bool)
+    keys = x_train.repeat((n_train, 1))[others].reshape((n_train, -1))
+    values = y_train.repeat((n_train, 1))[others].reshape((n_train, -1))
+    net = NWKernelRegression().to(device)
+    loss = nn.MSELoss(reduction="none")
+    trainer = torch.optim.SGD(net.parameters(), lr=0.5)
+
+    def epoch():
+        trainer.zero_grad()
+        l = loss(net(x_train, keys, values), y_train)
+        l.sum().backward()
+        trainer.step()
+        float(l.sum())  # d2l reads the loss back every epoch
+
+    return median_seconds(epoch, device, args.warmup, args.runs, reps=50)
+
+
+def preprocess(text):
+    text = text.replace("\u202f", " ").replace("\xa0", " ").lower()
+    return "".join(
+        " " + c if i > 0 and c in ",.!?" and text[i - 1] != " " else c for i, c in enumerate(text)
+    )
+
+
+def load(num_steps, num_examples):
+    """d2l's load_data_nmt: the first pairs of fra.txt, vocabularies of the
+    tokens seen at least twice, sequences cut or padded to num_steps."""
+    path = os.path.join(os.environ.get("D2L_DATA_DIR", ""), "fra.txt")
+    if not os.path.isfile(path):
+        sys.exit(f"fra.txt not found at `{path}`: set D2L_DATA_DIR to the folder holding it")
+    with open(path, encoding="utf-8") as f:
+        lines = preprocess(f.read()).split("\n")
+    pairs = [line.split("\t") for line in lines if line.count("\t") == 1][:num_examples]
+    arrays, vocabs = [], []
+    for side in zip(*pairs):
+        tokens = [s.split(" ") for s in side]
+        counts = collections.Counter(t for line in tokens for t in line)
+        itos = ["<unk>", "<pad>", "<bos>", "<eos>"]
+        itos += [t for t, n in sorted(counts.items(), key=lambda x: -x[1]) if n >= 2]
+        index = {t: i for i, t in enumerate(itos)}
+        ids = [[index.get(t, 0) for t in line] + [index["<eos>"]] for line in tokens]
+        ids = [line[:num_steps] + [index["<pad>"]] * (num_steps - len(line)) for line in ids]
+        x = torch.tensor(ids)
+        arrays += [x, (x != index["<pad>"]).sum(1)]
+        vocabs.append(index)
+    return torch.utils.data.TensorDataset(*arrays), vocabs
+
+
+class Bahdanau(nn.Module):
+    """d2l's EncoderDecoder with the encoder of zh 9.7 and the attention
+    decoder of zh 10.4: embed 32, hidden 32, 2 layers, dropout 0.1."""
+
+    def __init__(self, src_vocab, tgt_vocab):
+        super().__init__()
+        self.encoder = Seq2SeqEncoder(src_vocab, 32, 32, 2, dropout=0.1)
+        self.decoder = Seq2SeqAttentionDecoder(tgt_vocab, 32, 32, 2, dropout=0.1)
+
+    def forward(self, x, x_len, dec_x):
+        outputs, state = self.encoder(x)
+        return self.decoder(dec_x, outputs, state, x_len)[0]
+
+
+class Transformer(nn.Module):
+    """d2l zh 10.7.3's model: 32 hidden, FFN 64, 4 heads, 2 blocks each,
+    dropout 0.1."""
+
+    def __init__(self, src_vocab, tgt_vocab):
+        super().__init__()
+        self.encoder = TransformerEncoder(src_vocab, 32, 64, 4, 2, 0.1)
+        self.decoder = TransformerDecoder(tgt_vocab, 32, 64, 4, 2, 0.1)
+
+    def forward(self, x, x_len, dec_x):
+        state = self.decoder.init_state(self.encoder(x, x_len), x_len)
+        return self.decoder(dec_x, state)[0]
+
+
+def training(model_class):
+    """d2l zh 9.7.4's train_seq2seq (Xavier init, Adam lr 0.005, gradients
+    clipped to norm 1, batch 64) on 600 pairs of 10 steps: the median over
+    epochs 2, 3, ... of an epoch's seconds per target token."""
+
+    def item(device, args):
+        torch.manual_seed(0)
+        dataset, (src_vocab, tgt_vocab) = load(10, 600)
+        loader = torch.utils.data.DataLoader(dataset, batch_size=64, shuffle=True)
+        net = model_class(len(src_vocab), len(tgt_vocab)).to(device)
+        xavier_init_weights(net)
+        net.train()
+        params = list(net.parameters())
+        optimizer = torch.optim.Adam(params, lr=0.005)
+        per_token = []
+        for _ in range(args.epochs):
+            start, tokens = time.perf_counter(), 0
+            for x, x_len, y, y_len in loader:
+                x, x_len, y, y_len = (t.to(device) for t in (x, x_len, y, y_len))
+                optimizer.zero_grad()
+                bos = torch.full((y.shape[0], 1), tgt_vocab["<bos>"], device=device)
+                y_hat = net(x, x_len, torch.cat([bos, y[:, :-1]], 1))
+                loss = masked_ce_loss(y_hat, y, y_len).sum()
+                loss.backward()
+                norm = torch.sqrt(sum((p.grad**2).sum() for p in params))  # d2l's grad_clipping
+                if norm > 1:
+                    for p in params:
+                        p.grad[:] *= 1 / norm
+                optimizer.step()
+                float(loss)  # d2l's Accumulator reads every batch's loss
+                tokens += int(y_len.sum())
+            sync(device)
+            per_token.append((time.perf_counter() - start) / tokens)
+        return statistics.median(per_token[1:])
+
+    return item
+
+
+ITEMS = {
+    "gemm_square": gemm(2048, 2048, 2048),
+    "gemm_proj": gemm(4096, 512, 512),
+    "sdpa_demo": sdpa_demo,
+    "sdpa": sdpa,
+    "mha_fwd": mha(backward=False),
+    "mha_fwd_bwd": mha(backward=True),
+    "nw_epoch": nw_epoch,
+    "bahdanau": training(Bahdanau),
+    "transformer": training(Transformer),
+}
+
+
+def count(text):
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got `{text}`")
+    return int(text)
+
+
+def main():
+    parser = argparse.ArgumentParser(description="The PyTorch side of the benchmark suite")
+    parser.add_argument("items", nargs="*", help=f"any of {', '.join(ITEMS)} (default: read "
+                        "ids from standard input, one a line, and answer each with a JSON line)")
+    parser.add_argument("--threads", type=count, default=torch.get_num_threads())
+    parser.add_argument("--device", default="cpu", help="cpu or cuda:N")
+    parser.add_argument("--warmup", type=count, default=2, help="untimed runs first")
+    parser.add_argument("--runs", type=count, default=7)
+    parser.add_argument("--epochs", type=count, default=20,
+                        help="epochs of each training (the first is the warm-up)")
+    args = parser.parse_args()
+    if args.epochs < 2:
+        parser.error("--epochs must be at least 2: the first epoch is the warm-up")
+    unknown = [i for i in args.items if i not in ITEMS]
+    if unknown:
+        parser.error(f"unknown item {unknown[0]!r}; items: {', '.join(ITEMS)}")
+    torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    torch.manual_seed(0)
+    print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(),
+                      "device": str(device), "date": datetime.date.today().isoformat()}),
+          flush=True)
+    for line in args.items or sys.stdin:
+        item = line.strip()
+        if item not in ITEMS:
+            print(json.dumps({"item": item, "error": f"unknown item; items: {', '.join(ITEMS)}"}),
+                  flush=True)
+            continue
+        seconds = ITEMS[item](device, args)
+        print(json.dumps({"item": item, "seconds": seconds}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,403 @@
+//! The benchmark suite's items and results: what `cargo bench --bench
+//! suite` measures, on our side and in PyTorch running d2l's code, and the
+//! ratio table and figure the Performance appendix shows of a dated run.
+//!
+//! Every figure is in seconds per operation (per target token for the
+//! trainings); a ratio is PyTorch's seconds over ours, so above 1 ours is
+//! faster. Products count 2·m·n·k FLOPs, and a backward pass twice its
+//! forward pass.
+
+use serde::{Deserialize, Serialize};
+
+use crate::plot::{LineStyle, Scale};
+use crate::{Axes, Series, Svg, plot};
+
+/// How an item's figure reads best.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Billions of FLOPs per second (matrix products).
+    Gflops,
+    /// Milliseconds per call.
+    Millis,
+    /// Microseconds per call.
+    Micros,
+    /// Target tokens trained on per second (d2l's `train_seq2seq` figure).
+    TokensPerSec,
+}
+
+impl Unit {
+    /// `seconds` per operation of `flops` FLOPs in this unit.
+    fn value(self, seconds: f64, flops: Option<f64>) -> f64 {
+        match self {
+            Unit::Gflops => flops.unwrap_or(f64::NAN) / seconds / 1e9,
+            Unit::Millis => seconds * 1e3,
+            Unit::Micros => seconds * 1e6,
+            Unit::TokensPerSec => 1.0 / seconds,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Unit::Gflops => "GFLOP/s",
+            Unit::Millis => "ms",
+            Unit::Micros => "µs",
+            Unit::TokensPerSec => "tokens/s",
+        }
+    }
+}
+
+/// One item of the suite.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Item {
+    /// Its id on both sides (`benches/suite.rs`, `python/bench_pytorch.py`).
+    pub id: &'static str,
+    /// What the table calls it.
+    pub title: &'static str,
+    /// FLOPs of one operation, for the items whose cost is mostly products.
+    pub flops: Option<f64>,
+    /// How the table shows it.
+    pub unit: Unit,
+}
+
+/// 2·m·n·k: the FLOPs of an (m × k) by (k × n) product.
+const fn product(m: usize, k: usize, n: usize) -> f64 {
+    2.0 * (m * k * n) as f64
+}
+
+/// Scaled dot-product attention's two batched products: scores (n × d by
+/// d × n) and the weighted values (n × n by n × d), for `batch` matrices.
+const fn attention(batch: usize, n: usize, d: usize) -> f64 {
+    2.0 * batch as f64 * product(n, d, n)
+}
+
+/// d2l's multi-head attention forward: four projections of
+/// (batch·steps × hidden) by (hidden × hidden), and the heads' attention.
+const fn multihead(batch: usize, steps: usize, hidden: usize, heads: usize) -> f64 {
+    4.0 * product(batch * steps, hidden, hidden)
+        + attention(batch * heads, steps, hidden / heads)
+}
+
+/// The suite's items, in the order of its table.
+pub const ITEMS: [Item; 9] = [
+    Item {
+        id: "gemm_square",
+        title: "f32 GEMM 2048³",
+        flops: Some(product(2048, 2048, 2048)),
+        unit: Unit::Gflops,
+    },
+    Item {
+        id: "gemm_proj",
+        title: "f32 GEMM 4096×512 · 512×512",
+        flops: Some(product(4096, 512, 512)),
+        unit: Unit::Gflops,
+    },
+    Item {
+        id: "sdpa_demo",
+        title: "attention fwd, d2l's demo",
+        flops: None,
+        unit: Unit::Micros,
+    },
+    Item {
+        id: "sdpa",
+        title: "attention fwd (256, 128, 64)",
+        flops: Some(attention(256, 128, 64)),
+        unit: Unit::Millis,
+    },
+    Item {
+        id: "mha_fwd",
+        title: "multi-head fwd (32,128,512,8)",
+        flops: Some(multihead(32, 128, 512, 8)),
+        unit: Unit::Millis,
+    },
+    Item {
+        id: "mha_fwd_bwd",
+        title: "multi-head fwd + bwd",
+        flops: Some(3.0 * multihead(32, 128, 512, 8)),
+        unit: Unit::Millis,
+    },
+    Item {
+        id: "nw_epoch",
+        title: "parametric NW, one epoch",
+        flops: None,
+        unit: Unit::Micros,
+    },
+    Item {
+        id: "bahdanau",
+        title: "Bahdanau training",
+        flops: None,
+        unit: Unit::TokensPerSec,
+    },
+    Item {
+        id: "transformer",
+        title: "Transformer training",
+        flops: None,
+        unit: Unit::TokensPerSec,
+    },
+];
+
+/// The item with this id.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::performance::item;
+///
+/// assert_eq!(item("sdpa").unwrap().flops, Some(2.0 * 256.0 * 2.0 * 128.0 * 64.0 * 128.0));
+/// assert!(item("gemm").is_none());
+/// ```
+pub fn item(id: &str) -> Option<&'static Item> {
+    ITEMS.iter().find(|i| i.id == id)
+}
+
+/// One item on one of our backends, with PyTorch's figure of the same
+/// round: seconds per operation, one entry per round.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// The item's id.
+    pub item: String,
+    /// Our backend (`flex`, `libtorch`, …).
+    pub backend: String,
+    /// Our seconds per operation, round by round.
+    pub ours: Vec<f64>,
+    /// PyTorch's, on the same kind of device, the same rounds.
+    pub pytorch: Vec<f64>,
+}
+
+impl Measured {
+    /// PyTorch's seconds over ours, round by round.
+    pub fn ratios(&self) -> Vec<f64> {
+        self.pytorch.iter().zip(&self.ours).map(|(p, o)| p / o).collect()
+    }
+}
+
+/// A run of the suite: where and how it ran, and every figure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// The day it ran (YYYY-MM-DD).
+    pub date: String,
+    /// The commit it ran on.
+    pub commit: String,
+    /// The CPU's model name and the vector extensions that matter here.
+    pub cpu: String,
+    /// Threads on both sides (rayon's pool; `torch.set_num_threads`).
+    pub threads: usize,
+    /// burn's version.
+    pub burn: String,
+    /// PyTorch's version.
+    pub torch: String,
+    /// Alternating rounds (ours, then PyTorch, item by item).
+    pub rounds: usize,
+    /// Untimed runs before the timed ones.
+    pub warmup: usize,
+    /// Timed runs per item and round; the figure is their median.
+    pub runs: usize,
+    /// Epochs per training (the first is the warm-up).
+    pub epochs: usize,
+    /// The figures.
+    pub results: Vec<Measured>,
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+}
+
+impl Run {
+    /// The backends measured, in the order first met.
+    pub fn backends(&self) -> Vec<&str> {
+        let mut seen: Vec<&str> = Vec::new();
+        for m in &self.results {
+            if !seen.contains(&m.backend.as_str()) {
+                seen.push(&m.backend);
+            }
+        }
+        seen
+    }
+
+    fn find(&self, id: &str, backend: &str) -> Option<&Measured> {
+        self.results
+            .iter()
+            .find(|m| m.item == id && m.backend == backend)
+    }
+
+    /// The ratio table: for each backend, each item's figure in PyTorch and
+    /// ours (medians over the rounds) and each round's ratio; then each
+    /// product-heavy item's FLOP rate as a share of the same side's GEMM
+    /// rate at 2048³.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::performance::{Measured, Run};
+    ///
+    /// let run = Run {
+    ///     date: "2026-12-02".into(), commit: "abc1234".into(), cpu: "CPU".into(),
+    ///     threads: 2, burn: "0.22.1".into(), torch: "2.9.0".into(),
+    ///     rounds: 2, warmup: 2, runs: 7, epochs: 20,
+    ///     results: vec![Measured {
+    ///         item: "sdpa".into(), backend: "flex".into(),
+    ///         ours: vec![0.010, 0.020], pytorch: vec![0.020, 0.020],
+    ///     }],
+    /// };
+    /// let table = run.table();
+    /// // 15 ms ours (the median of two rounds), 20 ms PyTorch's; ratios 2 and 1.
+    /// assert!(table.contains("attention fwd (256, 128, 64)   ms"), "{table}");
+    /// assert!(table.contains("20.00     15.00   2.00  1.00"), "{table}");
+    /// ```
+    pub fn table(&self) -> String {
+        let mut out = format!(
+            "{} at {}: {}, {} threads on each side\n\
+             burn {} against PyTorch {} running d2l's code, in turns,\n\
+             {} × every item; each figure the median of {} runs after {} \
+             warm-up runs\n(trainings: of {} epochs after the first)\n",
+            self.date,
+            self.commit,
+            self.cpu,
+            self.threads,
+            self.burn,
+            self.torch,
+            self.rounds,
+            self.runs,
+            self.warmup,
+            self.epochs - 1
+        );
+        for backend in self.backends() {
+            out += &format!(
+                "\n {:<2} {:<30} {:<8} {:>9} {:>9}   ratio\n",
+                "#", "item", "unit", "PyTorch", backend
+            );
+            for (i, item) in ITEMS.iter().enumerate() {
+                let Some(m) = self.find(item.id, backend) else {
+                    continue;
+                };
+                let value = |s: &[f64]| item.unit.value(median(s), item.flops);
+                let ratios: Vec<String> =
+                    m.ratios().iter().map(|r| format!("{r:.2}")).collect();
+                out += &format!(
+                    " {:<2} {:<30} {:<8} {:>9} {:>9}   {}\n",
+                    i + 1,
+                    item.title,
+                    item.unit.name(),
+                    figure(value(&m.pytorch)),
+                    figure(value(&m.ours)),
+                    ratios.join("  ")
+                );
+            }
+        }
+        out + &self.gemm_shares()
+    }
+
+    /// Each product-heavy item's FLOP rate as a share of its side's GEMM
+    /// rate at 2048³ (item 1), per backend.
+    fn gemm_shares(&self) -> String {
+        let Some(gemm) = item("gemm_square") else {
+            return String::new();
+        };
+        let mut out = String::new();
+        for backend in self.backends() {
+            let Some(ceiling) = self.find(gemm.id, backend) else {
+                continue;
+            };
+            out += &format!(
+                "\nshare of the GEMM rate at 2048³ ({backend}):\n \
+                 {:<2} {:<30} {:>8} {:>9} {:>9}\n",
+                "#", "item", "GFLOP", "PyTorch", backend
+            );
+            for (i, item) in ITEMS.iter().enumerate().skip(1) {
+                let (Some(flops), Some(m)) =
+                    (item.flops, self.find(item.id, backend))
+                else {
+                    continue;
+                };
+                // seconds of the ceiling's FLOPs / seconds of these FLOPs
+                let share = |s: &[f64], c: &[f64]| {
+                    let rate = flops / median(s);
+                    let ceiling = gemm.flops.unwrap_or(f64::NAN) / median(c);
+                    format!("{:.0} %", 100.0 * rate / ceiling)
+                };
+                out += &format!(
+                    " {:<2} {:<30} {:>8.2} {:>9} {:>9}\n",
+                    i + 1,
+                    item.title,
+                    flops / 1e9,
+                    share(&m.pytorch, &ceiling.pytorch),
+                    share(&m.ours, &ceiling.ours)
+                );
+            }
+        }
+        out
+    }
+
+    /// The ratios as a figure: one point per item and round for each
+    /// backend, on a log axis, with the line where both sides are equally
+    /// fast; x is the item's number in [`Run::table`].
+    ///
+    /// # Errors
+    /// When the run holds no figures (nothing to draw).
+    pub fn figure(&self) -> Result<Svg, crate::plot::PlotError> {
+        let mut series = Vec::new();
+        for backend in self.backends() {
+            let (mut x, mut y) = (Vec::new(), Vec::new());
+            for (i, item) in ITEMS.iter().enumerate() {
+                for r in self.find(item.id, backend).map_or(vec![], |m| m.ratios()) {
+                    x.push((i + 1) as f64);
+                    y.push(r);
+                }
+            }
+            series.push(Series::points(&x, &y).label(backend));
+        }
+        let n = ITEMS.len() as f64;
+        series.push(
+            Series::line(&[0.5, n + 0.5], &[1.0, 1.0])
+                .label("as fast as PyTorch")
+                .style(LineStyle::Dashed)
+                .color(plotters::style::RGBColor(0x55, 0x55, 0x55)),
+        );
+        let axes = Axes::new("item", "PyTorch's time / ours")
+            .xlim(0.5, n + 0.5)
+            .yscale(Scale::Log)
+            .figsize(5.0, 3.0);
+        plot(&series, &axes)
+    }
+}
+
+/// A figure with four significant digits (no more than two decimals).
+fn figure(v: f64) -> String {
+    let decimals = (3 - v.abs().log10().floor() as i32).clamp(0, 2) as usize;
+    format!("{v:.decimals$}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flop_counts_follow_two_m_n_k() {
+        let flops = |id| item(id).unwrap().flops.unwrap();
+        assert_eq!(flops("gemm_square"), 2.0 * 2048f64.powi(3));
+        assert_eq!(flops("gemm_proj"), 2.0 * 4096.0 * 512.0 * 512.0);
+        // Four 4096 × 512 by 512 × 512 projections, and 256 heads'
+        // attention of 128 queries over 128 keys of 64 features.
+        let heads = 2.0 * 256.0 * 2.0 * 128.0 * 64.0 * 128.0;
+        assert_eq!(flops("mha_fwd"), 4.0 * flops("gemm_proj") + heads);
+        assert_eq!(flops("mha_fwd_bwd"), 3.0 * flops("mha_fwd"));
+    }
+
+    #[test]
+    fn ids_are_unique_and_titles_fit_the_table() {
+        for (i, a) in ITEMS.iter().enumerate() {
+            assert!(a.title.chars().count() <= 30, "{}", a.title);
+            assert!(ITEMS[i + 1..].iter().all(|b| b.id != a.id), "{}", a.id);
+        }
+    }
+
+    #[test]
+    fn units_convert_seconds() {
+        assert_eq!(Unit::Gflops.value(0.5, Some(2e9)), 4.0);
+        assert_eq!(Unit::Millis.value(0.25, None), 250.0);
+        assert_eq!(Unit::TokensPerSec.value(0.001, None), 1000.0);
+        assert_eq!(figure(1234.567), "1235");
+        assert_eq!(figure(12.3456), "12.35");
+        assert_eq!(figure(0.5), "0.50");
+    }
+}
