@@ -28,13 +28,21 @@ fn main() -> anyhow::Result<()> {
     );
     for n in [8, 16, 32, 64] {
         let x = randn([d1, n], 4, &device);
-        // Each run reads the result back, so that a lazy backend computes it.
-        let looped = median_seconds(0, 5, 1, || {
-            let _ = self_attention_loop(&x, &w_q, &w_k, &w_v).into_data();
-        });
-        let vectorised = median_seconds(0, 51, 1, || {
-            let _ = self_attention(&x, &w_q, &w_k, &w_v).0.into_data();
-        });
+        // Each call reads the result back, so that a lazy backend computes it.
+        let looped = median_seconds(
+            (0, 5, 1),
+            || {
+                let _ = self_attention_loop(&x, &w_q, &w_k, &w_v).into_data();
+            },
+            || (),
+        );
+        let vectorised = median_seconds(
+            (0, 51, 1),
+            || {
+                let _ = self_attention(&x, &w_q, &w_k, &w_v).0.into_data();
+            },
+            || (),
+        );
         let speedup = looped / vectorised;
         println!(
             "{n:>5} {:>10.3}ms {:>12.3}ms {speedup:>8.0}×",

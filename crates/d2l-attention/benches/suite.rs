@@ -21,9 +21,11 @@ use d2l_attention::attention_scoring::{DotProductAttentionConfig, ValidLens};
 use d2l_attention::machine_translation::{Corpus, NmtData};
 use d2l_attention::multihead_attention::MultiHeadAttentionConfig;
 use d2l_attention::nadaraya_watson::{Dataset, NWKernelRegression, train};
-use d2l_attention::performance::{ITEMS, Measured, Run};
+use d2l_attention::performance::{ITEMS, Measured, Run, Unit, item, median};
 use d2l_attention::random::randn;
-use d2l_attention::seq2seq::{Decoder, Encoder, EncoderDecoder, TrainConfig, train_seq2seq};
+use d2l_attention::seq2seq::{
+    Decoder, Encoder, EncoderDecoder, TrainConfig, train_seq2seq,
+};
 
 /// The allocator of the book's `mdbook-listings`, which trains the chapters.
 #[global_allocator]
@@ -31,7 +33,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The command line.
 #[derive(clap::Parser)]
-#[command(about = "Times the book's code against d2l's in PyTorch and prints the ratio table")]
+#[command(
+    about = "Times the book's code against d2l's in PyTorch and prints the ratio table"
+)]
 struct Args {
     /// Alternating rounds (ours, then PyTorch, item by item).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
@@ -46,7 +50,8 @@ struct Args {
     /// the median over the others.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(2..))]
     epochs: u64,
-    /// Threads on each side (default: all the cores the system gives).
+    /// Threads on each side (default: all the cores the system gives; with
+    /// libtorch among the backends, libtorch's own default).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     threads: Option<u64>,
     /// Our backends (repeat the option for several; default flex, and
@@ -73,31 +78,32 @@ fn lens(batch_size: usize) -> Vec<usize> {
     (0..batch_size).map(|i| 64 + (i * 37) % 65).collect()
 }
 
-/// What an item needs besides the device: the run's settings and, for
-/// the trainings, d2l's 600 pairs.
+/// What an item needs besides the device: (warm-up runs, timed runs) and
+/// the trainings' epochs and data (d2l's 600 pairs, when a training runs).
 struct Setup {
-    warmup: usize,
-    runs: usize,
+    runs: (usize, usize),
     epochs: usize,
     data: Option<NmtData>,
 }
 
-/// The items that train on the corpus.
-const TRAININGS: [&str; 2] = ["bahdanau", "transformer"];
-
 /// Our seconds per operation of item `id` on `device`.
 fn measure(id: &str, device: &Device, s: &Setup) -> anyhow::Result<f64> {
-    let (warmup, runs) = (s.warmup, s.runs);
-    let sync = |d: &Device| d.sync().expect("the device computes");
+    let (warmup, runs) = s.runs;
+    let sync = || device.sync().expect("the device computes");
     Ok(match id {
         "gemm_square" | "gemm_proj" => {
-            let (m, k) = if id == "gemm_square" { (2048, 2048) } else { (4096, 512) };
+            let (m, k) = if id == "gemm_square" {
+                (2048, 2048)
+            } else {
+                (4096, 512)
+            };
             let a = randn([m, k], 1, device);
             let b = randn([k, k], 2, device);
-            median_seconds(warmup, runs, 1, || {
-                let _ = a.clone().matmul(b.clone());
-                sync(device);
-            })
+            median_seconds(
+                (warmup, runs, 1),
+                || drop(a.clone().matmul(b.clone())),
+                sync,
+            )
         }
         "sdpa_demo" | "sdpa" => {
             let (b, q, k, d, v, valid) = if id == "sdpa" {
@@ -111,41 +117,49 @@ fn measure(id: &str, device: &Device, s: &Setup) -> anyhow::Result<f64> {
             let valid_lens = ValidLens::new(&valid, device);
             let attention = DotProductAttentionConfig::new().init();
             let reps = if id == "sdpa" { 1 } else { 100 };
-            median_seconds(warmup, runs, reps, || {
-                let _ = attention.forward(
-                    queries.clone(),
-                    keys.clone(),
-                    values.clone(),
-                    Some(&valid_lens),
-                );
-                sync(device);
-            })
+            let forward = || {
+                let (q, k, v) = (queries.clone(), keys.clone(), values.clone());
+                drop(attention.forward(q, k, v, Some(&valid_lens)));
+            };
+            median_seconds((warmup, runs, reps), forward, sync)
         }
         "mha_fwd" | "mha_fwd_bwd" => {
             let backward = id == "mha_fwd_bwd";
-            let device = &if backward { device.clone().autodiff() } else { device.clone() };
-            let attention = MultiHeadAttentionConfig::new(512, 512, 512, 512, 8).init(device);
+            let device = &if backward {
+                device.clone().autodiff()
+            } else {
+                device.clone()
+            };
+            let attention =
+                MultiHeadAttentionConfig::new(512, 512, 512, 512, 8)
+                    .init(device);
             let x: Tensor<3> = randn([32, 128, 512], 1, device);
+            // As inside a model: the gradient flows on to the input too.
+            let x = if backward { x.require_grad() } else { x };
             let valid_lens = ValidLens::new(&lens(32), device);
-            median_seconds(warmup, runs, 1, || {
-                let output = attention
-                    .forward(x.clone(), x.clone(), x.clone(), Some(&valid_lens))
-                    .output;
+            let step = || {
+                let (q, k, v) = (x.clone(), x.clone(), x.clone());
+                let output =
+                    attention.forward(q, k, v, Some(&valid_lens)).output;
                 if backward {
-                    let _ = output.sum().backward();
+                    drop(output.sum().backward());
                 }
-                sync(device);
-            })
+            };
+            let sync = || device.sync().expect("the device computes");
+            median_seconds((warmup, runs, 1), step, sync)
         }
         "nw_epoch" => {
+            // The library's training, 50 epochs a run (its leave-one-out
+            // keys are built once a run, outside the epochs).
             let device = device.clone().autodiff();
             let data = Dataset::generate(50, 0, &device);
-            let reps = 50; // bench_pytorch.py's too
-            median_seconds(warmup, runs, 1, || {
+            let epochs = 50; // bench_pytorch.py's too
+            let train_run = || {
                 let model = NWKernelRegression::new(1.0, &device);
                 let (x, y) = (data.x_train.clone(), data.y_train.clone());
-                train(model, x, y, 0.5, reps, |_| {}).expect("a finite w");
-            }) / reps as f64
+                train(model, x, y, 0.5, epochs, |_| {}).expect("a finite w");
+            };
+            median_seconds((warmup, runs, 1), train_run, || ()) / epochs as f64
         }
         "bahdanau" => per_token(common::bahdanau, device, s)?,
         "transformer" => per_token(common::transformer, device, s)?,
@@ -164,15 +178,20 @@ fn per_token<E: Encoder, D: Decoder<E::Output>>(
     let data = s.data.as_ref().expect("loaded for the trainings");
     let device = device.clone().autodiff();
     device.seed(0);
-    let config = TrainConfig::new().with_batch_size(64).with_num_epochs(s.epochs);
+    let config = TrainConfig::new()
+        .with_batch_size(64)
+        .with_num_epochs(s.epochs);
     let mut epochs = Vec::new();
-    train_seq2seq(model(data, &device), data, &config, &device, |e| epochs.push(e))?;
-    let mut per_token: Vec<f64> = epochs
+    train_seq2seq(model(data, &device), data, &config, &device, |e| {
+        epochs.push(e)
+    })?;
+    let per_token: Vec<f64> = epochs
         .windows(2)
-        .map(|w| (w[1].seconds - w[0].seconds) / (w[1].tokens - w[0].tokens) as f64)
+        .map(|w| {
+            (w[1].seconds - w[0].seconds) / (w[1].tokens - w[0].tokens) as f64
+        })
         .collect();
-    per_token.sort_by(f64::total_cmp);
-    Ok(per_token[per_token.len() / 2])
+    Ok(median(&per_token))
 }
 
 /// `bench_pytorch.py`, running, answering one item id at a time.
@@ -184,26 +203,38 @@ struct PyTorch {
 }
 
 impl PyTorch {
-    /// Starts the script on PyTorch's `device`; `corpus`, when given, is
-    /// the `fra.txt` its trainings read.
+    /// Starts the script on PyTorch's `device` with `threads` threads
+    /// (`None`: PyTorch's default); `corpus`, when given, is the file its
+    /// trainings read.
     fn start(
         python: &Path,
         args: &Args,
-        threads: usize,
+        threads: Option<usize>,
         device: &str,
         corpus: Option<&Path>,
     ) -> anyhow::Result<Self> {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/bench_pytorch.py");
+        let script =
+            concat!(env!("CARGO_MANIFEST_DIR"), "/python/bench_pytorch.py");
         let mut command = Command::new(python);
         command
             .arg(script)
-            .args(["--threads", &threads.to_string(), "--device", device])
-            .args(["--warmup", &args.warmup.max(1).to_string()])
-            .args(["--runs", &args.runs.to_string(), "--epochs", &args.epochs.to_string()])
+            .args([
+                "--threads",
+                &threads.unwrap_or(0).to_string(),
+                "--device",
+                device,
+            ])
+            .args([
+                "--warmup",
+                &args.warmup.to_string(),
+                "--runs",
+                &args.runs.to_string(),
+            ])
+            .args(["--epochs", &args.epochs.to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped());
-        if let Some(dir) = corpus.and_then(Path::parent) {
-            command.env("D2L_DATA_DIR", dir);
+        if let Some(corpus) = corpus {
+            command.arg("--corpus").arg(corpus);
         }
         let mut child = command.spawn().with_context(|| {
             format!(
@@ -215,16 +246,21 @@ impl PyTorch {
         let stdin = child.stdin.take().expect("piped");
         let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
         let hello = read_json(&mut stdout)?;
-        Ok(PyTorch { child, stdin, stdout, hello })
+        Ok(PyTorch {
+            child,
+            stdin,
+            stdout,
+            hello,
+        })
     }
 
     fn measure(&mut self, id: &str) -> anyhow::Result<f64> {
         writeln!(self.stdin, "{id}")?;
         self.stdin.flush()?;
         let answer = read_json(&mut self.stdout)?;
-        answer["seconds"]
-            .as_f64()
-            .with_context(|| format!("bench_pytorch.py answered {answer} for `{id}`"))
+        answer["seconds"].as_f64().with_context(|| {
+            format!("bench_pytorch.py answered {answer} for `{id}`")
+        })
     }
 }
 
@@ -267,13 +303,19 @@ fn cpu() -> String {
         .filter(|f| flags.split(' ').any(|x| x == *f))
         .collect();
     let model = field("model name").unwrap_or_else(|| "unknown CPU".into());
-    format!("{model} ({})", has.join(", "))
+    match has.is_empty() {
+        true => model,
+        false => format!("{model} ({})", has.join(", ")),
+    }
 }
 
 /// The version of `package` in the workspace's Cargo.lock.
 fn locked_version(package: &str) -> String {
-    let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.lock"))
-        .unwrap_or_default();
+    let lock = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../Cargo.lock"
+    ))
+    .unwrap_or_default();
     let entry = format!("name = \"{package}\"\nversion = \"");
     lock.split_once(&entry)
         .and_then(|(_, rest)| rest.split('"').next())
@@ -281,24 +323,21 @@ fn locked_version(package: &str) -> String {
         .to_owned()
 }
 
+/// The commit measured, marked `-dirty` when the tree has changes.
 fn commit() -> String {
     Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
+        .args(["describe", "--always", "--dirty"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .ok()
         .filter(|o| o.status.success())
-        .map_or("unknown".into(), |o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .map_or("unknown".into(), |o| {
+            String::from_utf8_lossy(&o.stdout).trim().to_owned()
+        })
 }
 
 fn main() -> anyhow::Result<()> {
     let args: Args = clap::Parser::parse();
-    let threads = match args.threads {
-        Some(t) => t as usize,
-        None => std::thread::available_parallelism()?.get(),
-    };
-    // flex computes on rayon's global pool (gemm takes all of its threads).
-    rayon::ThreadPoolBuilder::new().num_threads(threads).build_global()?;
     let backends = if args.devices.is_empty() {
         BackendChoice::compiled_cpu_backends()
     } else {
@@ -308,40 +347,75 @@ fn main() -> anyhow::Result<()> {
         [] => ITEMS.iter().map(|i| i.id).collect(),
         only => only.iter().map(String::as_str).collect(),
     };
-    if let Some(bad) = items.iter().find(|id| d2l_attention::performance::item(id).is_none()) {
+    if let Some(bad) = items.iter().find(|id| item(id).is_none()) {
         let ids: Vec<&str> = ITEMS.iter().map(|i| i.id).collect();
         bail!("--only: unknown item `{bad}`; items: {}", ids.join(", "));
     }
+    let trains = items
+        .iter()
+        .any(|id| item(id).is_some_and(|i| i.unit == Unit::TokensPerSec));
+    let corpus = if trains {
+        Some(Corpus::load(None)?)
+    } else {
+        None
+    };
     let python = args.python.clone().unwrap_or_else(|| {
-        let venv = std::env::var_os("D2L_TORCH_VENV").map(PathBuf::from).unwrap_or_else(|| {
-            dirs::home_dir().unwrap_or_default().join(".cache/attention-book/torch-2.9.0")
-        });
+        let venv = std::env::var_os("D2L_TORCH_VENV")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                dirs::home_dir()
+                    .unwrap_or_default()
+                    .join(".cache/attention-book/torch-2.9.0")
+            });
         venv.join("bin/python")
     });
-    let corpus = match items.iter().any(|id| TRAININGS.contains(id)) {
-        true => Some(Corpus::load(None)?),
-        false => None,
-    };
-    let setup = Setup {
-        warmup: args.warmup as usize,
-        runs: args.runs as usize,
-        epochs: args.epochs as usize,
-        data: corpus.as_ref().map(|c| c.training_data(10, 600)).transpose()?,
-    };
+    // Our libtorch runs on libtorch's default thread count, which PyTorch
+    // starts with too: with libtorch among the backends, both sides take
+    // that default unless --threads says otherwise.
+    let libtorch = backends.iter().any(|b| *b != BackendChoice::Flex);
+    let requested = args.threads.map(|t| t as usize).or(match libtorch {
+        true => None,
+        false => Some(std::thread::available_parallelism()?.get()),
+    });
     // One PyTorch per kind of device: flex and libtorch share the CPU's.
     let mut torch: Vec<(String, PyTorch)> = Vec::new();
     for backend in &backends {
         let name = torch_device(*backend);
         if !torch.iter().any(|(n, _)| *n == name) {
             let path = corpus.as_ref().map(|c| c.path.as_path());
-            let started = PyTorch::start(&python, &args, threads, &name, path)?;
-            if started.hello["threads"].as_u64() != Some(threads as u64) {
-                bail!("PyTorch runs {} threads, not {threads}", started.hello["threads"]);
-            }
+            let started =
+                PyTorch::start(&python, &args, requested, &name, path)?;
             torch.push((name, started));
         }
     }
-    let devices: Vec<Device> = backends.iter().map(|b| b.device()).collect::<Result<_, _>>()?;
+    let hello = &torch[0].1.hello;
+    let threads = hello["threads"]
+        .as_u64()
+        .context("bench_pytorch.py names its threads")?
+        as usize;
+    if libtorch && hello["default_threads"].as_u64() != Some(threads as u64) {
+        bail!(
+            "--threads {threads}, but libtorch starts with {} threads here; \
+             set OMP_NUM_THREADS={threads} (libtorch reads it when it starts) or drop --threads",
+            hello["default_threads"]
+        );
+    }
+    // flex computes on rayon's global pool (gemm takes all of its threads).
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global()?;
+    let devices: Vec<Device> = backends
+        .iter()
+        .map(|b| b.device())
+        .collect::<Result<_, _>>()?;
+    let setup = Setup {
+        runs: (args.warmup as usize, args.runs as usize),
+        epochs: args.epochs as usize,
+        data: corpus
+            .as_ref()
+            .map(|c| c.training_data(10, 600))
+            .transpose()?,
+    };
     let mut results: Vec<Measured> = Vec::new();
     for round in 1..=args.rounds {
         for id in &items {
@@ -355,7 +429,10 @@ fn main() -> anyhow::Result<()> {
                 let theirs = py.measure(id)?;
                 eprint!(" {backend} {ours:.3e} s, PyTorch {theirs:.3e} s;");
                 let name = backend.to_string();
-                match results.iter_mut().find(|m| m.item == *id && m.backend == name) {
+                match results
+                    .iter_mut()
+                    .find(|m| m.item == *id && m.backend == name)
+                {
                     Some(m) => {
                         m.ours.push(ours);
                         m.pytorch.push(theirs);
@@ -376,6 +453,9 @@ fn main() -> anyhow::Result<()> {
         date: hello["date"].as_str().unwrap_or("unknown").to_owned(),
         commit: commit(),
         cpu: cpu(),
+        gpu: torch
+            .iter()
+            .find_map(|(_, t)| t.hello["gpu"].as_str().map(str::to_owned)),
         threads,
         burn: locked_version("burn"),
         torch: hello["torch"].as_str().unwrap_or("unknown").to_owned(),

@@ -7,20 +7,22 @@ Items (the suite's ids):
                 layer's projections at the size below)
   sdpa_demo     d2l's DotProductAttention, forward, at d2l's demo size:
                 queries (2, 1, 2), keys (2, 10, 2), values (2, 10, 4),
-                valid_lens [2, 6] (d2l zh 10.3.2)
+                valid_lens [2, 6] (d2l zh 10.3.3)
   sdpa          the same at (256, 128, 64): 256 sequences, 128 queries and
                 128 keys of 64 features, valid lengths in [64, 128]
   mha_fwd       d2l's MultiHeadAttention (no bias), forward: batch 32,
                 128 steps, 512 hidden, 8 heads, valid lengths in [64, 128]
-  mha_fwd_bwd   the same, forward and backward of output.sum()
+  mha_fwd_bwd   the same, forward and backward of output.sum(), the input
+                requiring its gradient as inside a model
   nw_epoch      one epoch of the parametric Nadaraya-Watson training of
                 d2l zh 10.2.4 (50 points, SGD with lr 0.5)
   bahdanau      the Bahdanau chapter's training (d2l zh 10.4), per token
-  transformer   the Transformer chapter's training (d2l zh 10.7.3), per token
+  transformer   the Transformer chapter's training (d2l zh 10.7.6), per token
 
 Forward items run under torch.no_grad() (ours run on a device without
-autodiff); every figure is the median of several runs after warm-up, in
-seconds per operation (per target token for the trainings).
+autodiff); every figure is the median of several runs after warm-up runs
+(each as long as a timed run), in seconds per operation (per target token
+for the trainings).
 
 Run by the suite, which writes item ids to standard input, one a line, and
 reads one JSON line back for each. By hand, with PyTorch 2.9.0 (the
@@ -29,7 +31,8 @@ virtualenv of the README's libtorch section):
     ~/.cache/attention-book/torch-2.9.0/bin/python \
         crates/d2l-attention/python/bench_pytorch.py --threads 2 sdpa mha_fwd
 
-The trainings read the corpus from $D2L_DATA_DIR/fra.txt.
+The trainings read the corpus named by --corpus (default
+$D2L_DATA_DIR/fra.txt).
 """
 
 import argparse
@@ -67,18 +70,18 @@ def sync(device):
 
 def median_seconds(f, device, warmup, runs, reps=1):
     """Median over `runs` timed runs (after `warmup` untimed ones) of the
-    seconds one call of `f` takes; each run calls it `reps` times."""
-    for _ in range(warmup):
-        f()
-    sync(device)
-    times = []
-    for _ in range(runs):
+    seconds one call of `f` takes; each run calls it `reps` times, then
+    waits for the device once."""
+    def run():
         start = time.perf_counter()
         for _ in range(reps):
             f()
         sync(device)
-        times.append((time.perf_counter() - start) / reps)
-    return statistics.median(times)
+        return (time.perf_counter() - start) / reps
+
+    for _ in range(warmup):
+        run()
+    return statistics.median(run() for _ in range(runs))
 
 
 def lens(batch_size, device):
@@ -115,7 +118,7 @@ def sdpa(device, args):
 
 def mha(backward):
     def item(device, args):
-        x = torch.randn(32, 128, 512, device=device)
+        x = torch.randn(32, 128, 512, device=device, requires_grad=backward)
         valid_lens = lens(32, device)
         attention = MultiHeadAttention(512, 8, dropout=0.0).to(device).eval()
         if backward:
@@ -130,7 +133,8 @@ def mha(backward):
 
 
 class NWKernelRegression(nn.Module):
-    """d2l zh 10.2.4's model, as chapter10.ipynb In[13] writes it."""
+    """d2l zh 10.2.4's model, as chapter10.ipynb In[13] writes it (w drawn
+    from U(0, 1) as d2l zh draws it)."""
 
     def __init__(self):
         super().__init__()
@@ -144,6 +148,7 @@ class NWKernelRegression(nn.Module):
 
 
 def nw_epoch(device, args):
+    """50 epochs a run, as the Rust side trains."""
     n_train = 50
     x_train, _ = torch.sort(torch.rand(n_train, device=device) * 5)
     y_train = 2 * torch.sin(x_train) + x_train**0.8 + torch.normal(0.0, 0.5, (n_train,), device=device)
@@ -171,12 +176,12 @@ def preprocess(text):
     )
 
 
-def load(num_steps, num_examples):
+def load(path, num_steps, num_examples):
     """d2l's load_data_nmt: the first pairs of fra.txt, vocabularies of the
     tokens seen at least twice, sequences cut or padded to num_steps."""
-    path = os.path.join(os.environ.get("D2L_DATA_DIR", ""), "fra.txt")
     if not os.path.isfile(path):
-        sys.exit(f"fra.txt not found at `{path}`: set D2L_DATA_DIR to the folder holding it")
+        sys.exit(f"--corpus: `{path}` not found (give fra.txt's path, or set D2L_DATA_DIR "
+                 "to the folder holding it)")
     with open(path, encoding="utf-8") as f:
         lines = preprocess(f.read()).split("\n")
     pairs = [line.split("\t") for line in lines if line.count("\t") == 1][:num_examples]
@@ -210,7 +215,7 @@ class Bahdanau(nn.Module):
 
 
 class Transformer(nn.Module):
-    """d2l zh 10.7.3's model: 32 hidden, FFN 64, 4 heads, 2 blocks each,
+    """d2l zh 10.7.6's model: 32 hidden, FFN 64, 4 heads, 2 blocks each,
     dropout 0.1."""
 
     def __init__(self, src_vocab, tgt_vocab):
@@ -230,7 +235,7 @@ def training(model_class):
 
     def item(device, args):
         torch.manual_seed(0)
-        dataset, (src_vocab, tgt_vocab) = load(10, 600)
+        dataset, (src_vocab, tgt_vocab) = load(args.corpus, 10, 600)
         loader = torch.utils.data.DataLoader(dataset, batch_size=64, shuffle=True)
         net = model_class(len(src_vocab), len(tgt_vocab)).to(device)
         xavier_init_weights(net)
@@ -284,24 +289,32 @@ def main():
     parser = argparse.ArgumentParser(description="The PyTorch side of the benchmark suite")
     parser.add_argument("items", nargs="*", help=f"any of {', '.join(ITEMS)} (default: read "
                         "ids from standard input, one a line, and answer each with a JSON line)")
-    parser.add_argument("--threads", type=count, default=torch.get_num_threads())
+    parser.add_argument("--threads", type=int, default=0,
+                        help="threads (default 0: PyTorch's own default)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda:N")
     parser.add_argument("--warmup", type=count, default=2, help="untimed runs first")
     parser.add_argument("--runs", type=count, default=7)
     parser.add_argument("--epochs", type=count, default=20,
                         help="epochs of each training (the first is the warm-up)")
+    parser.add_argument("--corpus", default=os.path.join(os.environ.get("D2L_DATA_DIR", ""),
+                                                         "fra.txt"),
+                        help="the English-French fra.txt the trainings read")
     args = parser.parse_args()
     if args.epochs < 2:
         parser.error("--epochs must be at least 2: the first epoch is the warm-up")
     unknown = [i for i in args.items if i not in ITEMS]
     if unknown:
         parser.error(f"unknown item {unknown[0]!r}; items: {', '.join(ITEMS)}")
-    torch.set_num_threads(args.threads)
+    default_threads = torch.get_num_threads()  # what libtorch starts with
+    if args.threads < 0:
+        parser.error(f"--threads must be 0 (PyTorch's default) or more, got {args.threads}")
+    torch.set_num_threads(args.threads or default_threads)
     device = torch.device(args.device)
+    gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
     torch.manual_seed(0)
     print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(),
-                      "device": str(device), "date": datetime.date.today().isoformat()}),
-          flush=True)
+                      "default_threads": default_threads, "device": str(device), "gpu": gpu,
+                      "date": datetime.date.today().isoformat()}), flush=True)
     for line in args.items or sys.stdin:
         item = line.strip()
         if item not in ITEMS:

@@ -7,6 +7,7 @@
 //! faster. Products count 2·m·n·k FLOPs, and a backward pass twice its
 //! forward pass.
 
+use plotters::style::RGBColor;
 use serde::{Deserialize, Serialize};
 
 use crate::plot::{LineStyle, Scale};
@@ -72,7 +73,12 @@ const fn attention(batch: usize, n: usize, d: usize) -> f64 {
 
 /// d2l's multi-head attention forward: four projections of
 /// (batch·steps × hidden) by (hidden × hidden), and the heads' attention.
-const fn multihead(batch: usize, steps: usize, hidden: usize, heads: usize) -> f64 {
+const fn multihead(
+    batch: usize,
+    steps: usize,
+    hidden: usize,
+    heads: usize,
+) -> f64 {
     4.0 * product(batch * steps, hidden, hidden)
         + attention(batch * heads, steps, hidden / heads)
 }
@@ -165,7 +171,11 @@ pub struct Measured {
 impl Measured {
     /// PyTorch's seconds over ours, round by round.
     pub fn ratios(&self) -> Vec<f64> {
-        self.pytorch.iter().zip(&self.ours).map(|(p, o)| p / o).collect()
+        self.pytorch
+            .iter()
+            .zip(&self.ours)
+            .map(|(p, o)| p / o)
+            .collect()
     }
 }
 
@@ -178,6 +188,9 @@ pub struct Run {
     pub commit: String,
     /// The CPU's model name and the vector extensions that matter here.
     pub cpu: String,
+    /// The GPU both sides ran on, for a run on one.
+    #[serde(default)]
+    pub gpu: Option<String>,
     /// Threads on both sides (rayon's pool; `torch.set_num_threads`).
     pub threads: usize,
     /// burn's version.
@@ -196,11 +209,29 @@ pub struct Run {
     pub results: Vec<Measured>,
 }
 
-fn median(values: &[f64]) -> f64 {
+/// The median of `values` (the mean of the middle two for an even count),
+/// as Python's `statistics.median`: the one both sides of the suite use.
+///
+/// # Panics
+/// When `values` is empty.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::performance::median;
+///
+/// assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+/// assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+/// ```
+pub fn median(values: &[f64]) -> f64 {
+    assert!(!values.is_empty(), "`values` is empty: no median");
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
 }
 
 impl Run {
@@ -224,14 +255,14 @@ impl Run {
     /// The ratio table: for each backend, each item's figure in PyTorch and
     /// ours (medians over the rounds) and each round's ratio; then each
     /// product-heavy item's FLOP rate as a share of the same side's GEMM
-    /// rate at 2048³.
+    /// rate at 2048³. Lines fit 80 columns for up to three rounds.
     ///
     /// # Examples
     /// ```
     /// use d2l_attention::performance::{Measured, Run};
     ///
     /// let run = Run {
-    ///     date: "2026-12-02".into(), commit: "abc1234".into(), cpu: "CPU".into(),
+    ///     date: "2026-12-02".into(), commit: "abc1234".into(), cpu: "CPU".into(), gpu: None,
     ///     threads: 2, burn: "0.22.1".into(), torch: "2.9.0".into(),
     ///     rounds: 2, warmup: 2, runs: 7, epochs: 20,
     ///     results: vec![Measured {
@@ -242,29 +273,33 @@ impl Run {
     /// let table = run.table();
     /// // 15 ms ours (the median of two rounds), 20 ms PyTorch's; ratios 2 and 1.
     /// assert!(table.contains("attention fwd (256, 128, 64)   ms"), "{table}");
-    /// assert!(table.contains("20.00     15.00   2.00  1.00"), "{table}");
+    /// assert!(table.contains("20.00    15.00  2.00 1.00"), "{table}");
     /// ```
     pub fn table(&self) -> String {
+        let gpu = self
+            .gpu
+            .as_ref()
+            .map_or(String::new(), |g| format!("GPU: {g}\n"));
         let mut out = format!(
-            "{} at {}: {}, {} threads on each side\n\
+            "{}, commit {}, {} threads on each side\nCPU: {}\n{gpu}\
              burn {} against PyTorch {} running d2l's code, in turns,\n\
              {} × every item; each figure the median of {} runs after {} \
              warm-up runs\n(trainings: of {} epochs after the first)\n",
             self.date,
             self.commit,
-            self.cpu,
             self.threads,
+            self.cpu,
             self.burn,
             self.torch,
             self.rounds,
             self.runs,
             self.warmup,
-            self.epochs - 1
+            self.epochs.saturating_sub(1)
         );
         for backend in self.backends() {
             out += &format!(
-                "\n {:<2} {:<30} {:<8} {:>9} {:>9}   ratio\n",
-                "#", "item", "unit", "PyTorch", backend
+                "\nours on {backend}:\n {:<2} {:<30} {:<8} {:>8} {:>8}  ratio\n",
+                "#", "item", "unit", "PyTorch", "ours"
             );
             for (i, item) in ITEMS.iter().enumerate() {
                 let Some(m) = self.find(item.id, backend) else {
@@ -274,13 +309,13 @@ impl Run {
                 let ratios: Vec<String> =
                     m.ratios().iter().map(|r| format!("{r:.2}")).collect();
                 out += &format!(
-                    " {:<2} {:<30} {:<8} {:>9} {:>9}   {}\n",
+                    " {:<2} {:<30} {:<8} {:>8} {:>8}  {}\n",
                     i + 1,
                     item.title,
                     item.unit.name(),
                     figure(value(&m.pytorch)),
                     figure(value(&m.ours)),
-                    ratios.join("  ")
+                    ratios.join(" ")
                 );
             }
         }
@@ -288,7 +323,8 @@ impl Run {
     }
 
     /// Each product-heavy item's FLOP rate as a share of its side's GEMM
-    /// rate at 2048³ (item 1), per backend.
+    /// rate at 2048³ (item 1, the reference; a product of another shape
+    /// may run faster), per backend.
     fn gemm_shares(&self) -> String {
         let Some(gemm) = item("gemm_square") else {
             return String::new();
@@ -299,9 +335,9 @@ impl Run {
                 continue;
             };
             out += &format!(
-                "\nshare of the GEMM rate at 2048³ ({backend}):\n \
-                 {:<2} {:<30} {:>8} {:>9} {:>9}\n",
-                "#", "item", "GFLOP", "PyTorch", backend
+                "\nshare of the reference GEMM rate (item 1), ours on \
+                 {backend}:\n {:<2} {:<30} {:>8} {:>8} {:>8}\n",
+                "#", "item", "GFLOP", "PyTorch", "ours"
             );
             for (i, item) in ITEMS.iter().enumerate().skip(1) {
                 let (Some(flops), Some(m)) =
@@ -316,7 +352,7 @@ impl Run {
                     format!("{:.0} %", 100.0 * rate / ceiling)
                 };
                 out += &format!(
-                    " {:<2} {:<30} {:>8.2} {:>9} {:>9}\n",
+                    " {:<2} {:<30} {:>8.2} {:>8} {:>8}\n",
                     i + 1,
                     item.title,
                     flops / 1e9,
@@ -339,32 +375,69 @@ impl Run {
         for backend in self.backends() {
             let (mut x, mut y) = (Vec::new(), Vec::new());
             for (i, item) in ITEMS.iter().enumerate() {
-                for r in self.find(item.id, backend).map_or(vec![], |m| m.ratios()) {
+                for r in
+                    self.find(item.id, backend).map_or(vec![], |m| m.ratios())
+                {
                     x.push((i + 1) as f64);
                     y.push(r);
                 }
             }
-            series.push(Series::points(&x, &y).label(backend));
+            let color = COLORS[series.len() % COLORS.len()];
+            series.push(Series::points(&x, &y).label(backend).color(color));
         }
         let n = ITEMS.len() as f64;
         series.push(
             Series::line(&[0.5, n + 0.5], &[1.0, 1.0])
                 .label("as fast as PyTorch")
                 .style(LineStyle::Dashed)
-                .color(plotters::style::RGBColor(0x55, 0x55, 0x55)),
+                .color(RGBColor(0x55, 0x55, 0x55)),
         );
-        let axes = Axes::new("item", "PyTorch's time / ours")
-            .xlim(0.5, n + 0.5)
-            .yscale(Scale::Log)
-            .figsize(5.0, 3.0);
+        let ratios = self.results.iter().flat_map(Measured::ratios);
+        let (lo, hi) =
+            ratios.fold((1.0f64, 1.0f64), |(lo, hi), r| (lo.min(r), hi.max(r)));
+        let items: Vec<f64> = (1..=ITEMS.len()).map(|i| i as f64).collect();
+        let axes = Axes::new(
+            "item (as numbered in the table)",
+            "PyTorch's time / ours",
+        )
+        .xlim(0.5, n + 0.5)
+        .xticks(&items)
+        .ylim(step_125(lo, true), step_125(hi, false))
+        .yscale(Scale::Log)
+        .figsize(5.0, 3.0);
         plot(&series, &axes)
     }
 }
 
+/// The backends' colours in the figure: matplotlib's first three.
+const COLORS: [RGBColor; 3] = [
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x2c, 0xa0, 0x2c),
+];
+
 /// A figure with four significant digits (no more than two decimals).
 fn figure(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
     let decimals = (3 - v.abs().log10().floor() as i32).clamp(0, 2) as usize;
     format!("{v:.decimals$}")
+}
+
+/// The nearest of …, 0.5, 1, 2, 5, 10, … at or below `v` (`below`) or at
+/// or above it: an end for a log axis that falls on one of its ticks.
+fn step_125(v: f64, below: bool) -> f64 {
+    let e = v.log10().floor() as i32;
+    let mut steps = (e - 1..=e + 1)
+        .flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e)));
+    let close = |s: f64| (s - v).abs() <= 1e-9 * v;
+    let found = if below {
+        steps.rev().find(|&s| s <= v || close(s))
+    } else {
+        steps.find(|&s| s >= v || close(s))
+    };
+    found.unwrap_or(v)
 }
 
 #[cfg(test)]
@@ -392,6 +465,28 @@ mod tests {
     }
 
     #[test]
+    fn the_pytorch_script_has_the_same_items() {
+        let script = include_str!("../python/bench_pytorch.py");
+        let table = &script[script.find("ITEMS = {").unwrap()..];
+        let table = &table[..table.find('}').unwrap()];
+        let ids: Vec<&str> = table
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix('"')?.split('"').next())
+            .collect();
+        assert_eq!(ids, ITEMS.map(|i| i.id));
+    }
+
+    #[test]
+    fn log_axis_ends_fall_on_one_two_five() {
+        assert_eq!(step_125(0.6, true), 0.5);
+        assert_eq!(step_125(1.0, true), 1.0);
+        assert_eq!(step_125(0.99, true), 0.5);
+        assert_eq!(step_125(18.9, false), 20.0);
+        assert_eq!(step_125(2.0, false), 2.0);
+        assert_eq!(step_125(2.3, false), 5.0);
+    }
+
+    #[test]
     fn units_convert_seconds() {
         assert_eq!(Unit::Gflops.value(0.5, Some(2e9)), 4.0);
         assert_eq!(Unit::Millis.value(0.25, None), 250.0);
@@ -399,5 +494,6 @@ mod tests {
         assert_eq!(figure(1234.567), "1235");
         assert_eq!(figure(12.3456), "12.35");
         assert_eq!(figure(0.5), "0.50");
+        assert_eq!(figure(0.0), "0");
     }
 }

@@ -6,28 +6,28 @@ use std::time::Instant;
 use burn::tensor::Device;
 use d2l_attention::bahdanau::{BahdanauModel, Seq2SeqConfig};
 use d2l_attention::machine_translation::NmtData;
+use d2l_attention::performance::median;
 use d2l_attention::transformer::{TransformerConfig, TransformerModel};
 
 /// The median over `runs` timed runs, after `warmup` untimed ones, of the
-/// seconds one call of `f` takes; each run makes `reps` calls. `f` must
-/// finish its work before it returns (sync a device that computes
-/// asynchronously).
+/// seconds one call of `f` takes; each run makes `reps` calls, then calls
+/// `sync` once (to wait for a device that computes asynchronously).
 pub fn median_seconds(
-    warmup: usize,
-    runs: usize,
-    reps: usize,
+    (warmup, runs, reps): (usize, usize, usize),
     mut f: impl FnMut(),
+    sync: impl Fn(),
 ) -> f64 {
-    (0..warmup).for_each(|_| f());
-    let mut times: Vec<f64> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            (0..reps).for_each(|_| f());
-            start.elapsed().as_secs_f64() / reps as f64
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    times[runs / 2]
+    let mut run = || {
+        let start = Instant::now();
+        (0..reps).for_each(|_| f());
+        sync();
+        start.elapsed().as_secs_f64() / reps as f64
+    };
+    (0..warmup).for_each(|_| {
+        run();
+    });
+    let times: Vec<f64> = (0..runs).map(|_| run()).collect();
+    median(&times)
 }
 
 /// The Bahdanau chapter's model (d2l zh §10.4: embed 32, hidden 32, two
@@ -39,7 +39,7 @@ pub fn bahdanau(data: &NmtData, device: &Device) -> BahdanauModel {
         .init(device)
 }
 
-/// The Transformer chapter's model (d2l zh §10.7.3: 32 hidden, FFN 64,
+/// The Transformer chapter's model (d2l zh §10.7.6: 32 hidden, FFN 64,
 /// 4 heads, 2 blocks, dropout 0.1: the config's defaults) for `data`.
 pub fn transformer(data: &NmtData, device: &Device) -> TransformerModel {
     TransformerConfig::new(data.src_vocab.len(), data.tgt_vocab.len())

@@ -1,4 +1,4 @@
-//! The trainings of "The Transformer" (d2l zh §10.7.3, en §11.7.6): the
+//! The trainings of "The Transformer" (d2l zh §10.7.6, en §11.7.6): the
 //! chapter's model on d2l's 600 pairs, compared with Bahdanau's, and both
 //! on a larger slice of the corpus with validation.
 

@@ -187,6 +187,7 @@ pub struct Axes {
     ylim: Option<(f64, f64)>,
     xscale: Scale,
     yscale: Scale,
+    xticks: Option<Vec<f64>>,
     figsize: (f64, f64),
 }
 
@@ -208,6 +209,7 @@ impl Axes {
             ylim: None,
             xscale: Scale::Linear,
             yscale: Scale::Linear,
+            xticks: None,
             figsize: (3.5, 2.5),
         }
     }
@@ -266,6 +268,24 @@ impl Axes {
     /// ```
     pub fn yscale(mut self, scale: Scale) -> Self {
         self.yscale = scale;
+        self
+    }
+
+    /// Ticks at these x values (those inside the axis) instead of the
+    /// ones the scale chooses, as matplotlib's `xticks`: e.g. one per
+    /// numbered item.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::{Axes, Series, plot};
+    ///
+    /// let points = [Series::points(&[1.0, 2.0, 3.0], &[5.0, 7.0, 6.0])];
+    /// let axes = Axes::new("item", "y").xlim(0.5, 3.5).xticks(&[1.0, 2.0, 3.0]);
+    /// let svg = plot(&points, &axes).unwrap();
+    /// assert!(svg.as_str().contains(">\n1\n<") && svg.as_str().contains(">\n3\n<"));
+    /// ```
+    pub fn xticks(mut self, ticks: &[f64]) -> Self {
+        self.xticks = Some(ticks.to_vec());
         self
     }
 
@@ -357,7 +377,8 @@ pub fn plot(series: &[Series], axes: &Axes) -> Result<Svg, PlotError> {
     let scale = text_scale(width);
     let xs = series.iter().flat_map(|s| s.x.iter().copied());
     let ys = series.iter().flat_map(|s| s.y.iter().copied());
-    let x_axis = ScaleAxis::fit(axes.xlim, xs, 0.0, axes.xscale)?;
+    let x_axis = ScaleAxis::fit(axes.xlim, xs, 0.0, axes.xscale)?
+        .with_ticks(axes.xticks.as_deref());
     let y_axis = ScaleAxis::fit(axes.ylim, ys, 0.05, axes.yscale)?;
     let looks = looks(series);
     let legend = legend(series, &looks, scale);

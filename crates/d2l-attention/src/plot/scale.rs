@@ -31,12 +31,14 @@ pub enum Scale {
     Log,
 }
 
-/// One axis of a plot: its range and scale.
+/// One axis of a plot: its range and scale, and its ticks when they are
+/// given rather than chosen.
 #[derive(Clone, Debug)]
 pub(super) struct ScaleAxis {
     lo: f64,
     hi: f64,
     scale: Scale,
+    ticks: Option<Vec<f64>>,
 }
 
 impl ScaleAxis {
@@ -67,7 +69,12 @@ impl ScaleAxis {
                     ),
                 ));
             }
-            return Ok(ScaleAxis { lo, hi, scale });
+            return Ok(ScaleAxis {
+                lo,
+                hi,
+                scale,
+                ticks: None,
+            });
         }
         let (lo, hi) = data
             .map(to)
@@ -84,7 +91,21 @@ impl ScaleAxis {
             lo: from(lo),
             hi: from(hi),
             scale,
+            ticks: None,
         })
+    }
+
+    /// The axis with ticks at `ticks` (those inside its range) instead of
+    /// the ones its scale would choose.
+    pub(super) fn with_ticks(mut self, ticks: Option<&[f64]>) -> Self {
+        self.ticks = ticks.map(|t| {
+            let (lo, hi) = (self.lo, self.hi);
+            t.iter()
+                .copied()
+                .filter(|v| (lo..=hi).contains(v))
+                .collect()
+        });
+        self
     }
 
     /// Where `v` falls between the axis' ends: 0 at `lo`, 1 at `hi`.
@@ -106,6 +127,9 @@ impl Ranged for ScaleAxis {
     }
 
     fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        if let Some(ticks) = &self.ticks {
+            return ticks.clone();
+        }
         match self.scale {
             Scale::Linear => {
                 RangedCoordf64::from(self.lo..self.hi).key_points(hint)

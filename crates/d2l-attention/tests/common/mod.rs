@@ -80,7 +80,8 @@ pub fn assert_close<const D: usize>(
 /// `scripts/gpu-check` sets it), that GPU too.
 pub fn devices() -> Vec<(BackendChoice, Device)> {
     let mut backends = BackendChoice::compiled_cpu_backends();
-    if let Ok(gpu @ BackendChoice::LibTorchCuda(_)) = BackendChoice::from_env() {
+    if let Ok(gpu @ BackendChoice::LibTorchCuda(_)) = BackendChoice::from_env()
+    {
         backends.push(gpu);
     }
     backends
