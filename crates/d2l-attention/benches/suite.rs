@@ -65,7 +65,8 @@ struct Args {
     /// $D2L_TORCH_VENV or ~/.cache/attention-book/torch-2.9.0).
     #[arg(long)]
     python: Option<PathBuf>,
-    /// Also write the run as JSON to this file (what the appendix draws).
+    /// Also write the run as JSON to this file (what the appendix draws);
+    /// a relative path counts from where the command was typed.
     #[arg(long)]
     json: Option<PathBuf>,
     /// Added by `cargo bench`; ignored.
@@ -336,8 +337,24 @@ fn commit() -> String {
         })
 }
 
+/// Where `--json` writes: a relative path is taken from the folder the
+/// command was typed in (the shell's `PWD`; `cargo bench` runs the bench
+/// from the crate's folder), checked before anything is measured.
+fn json_path(given: &Path) -> anyhow::Result<PathBuf> {
+    let path = match std::env::var_os("PWD") {
+        Some(pwd) if given.is_relative() => PathBuf::from(pwd).join(given),
+        _ => given.to_owned(),
+    };
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    if dir.is_some_and(|d| !d.is_dir()) {
+        bail!("--json: `{}` is in no existing folder", path.display());
+    }
+    Ok(path)
+}
+
 fn main() -> anyhow::Result<()> {
     let args: Args = clap::Parser::parse();
+    let json = args.json.as_deref().map(json_path).transpose()?;
     let backends = if args.devices.is_empty() {
         BackendChoice::compiled_cpu_backends()
     } else {
@@ -466,7 +483,7 @@ fn main() -> anyhow::Result<()> {
         results,
     };
     print!("{}", run.table());
-    if let Some(path) = &args.json {
+    if let Some(path) = &json {
         let json = serde_json::to_string_pretty(&run)? + "\n";
         d2l_attention::files::write_atomic(path, json.as_bytes())?;
         println!("\nwritten to {}", path.display());
