@@ -54,6 +54,7 @@ from torch import nn
 from d2l_reference import (  # noqa: E402
     DotProductAttention,
     MultiHeadAttention,
+    NWKernelRegression,
     Seq2SeqAttentionDecoder,
     Seq2SeqEncoder,
     TransformerDecoder,
@@ -130,21 +131,6 @@ def mha(backward):
             return median_seconds(lambda: attention(x, x, x, valid_lens), device,
                                   args.warmup, args.runs)
     return item
-
-
-class NWKernelRegression(nn.Module):
-    """d2l zh 10.2.4's model, as chapter10.ipynb In[13] writes it (w drawn
-    from U(0, 1) as d2l zh draws it)."""
-
-    def __init__(self):
-        super().__init__()
-        self.w = nn.Parameter(torch.rand((1,)))
-
-    def forward(self, queries, keys, values):
-        queries = queries.repeat_interleave(keys.shape[1]).reshape(-1, keys.shape[1])
-        self.attention_weights = nn.functional.softmax(
-            -((queries - keys) * self.w) ** 2 / 2, dim=1)
-        return torch.bmm(self.attention_weights.unsqueeze(1), values.unsqueeze(-1)).reshape(-1)
 
 
 def nw_epoch(device, args):

@@ -1,5 +1,6 @@
 """d2l's attention code in PyTorch, re-implemented from the book (the d2l
-package is not needed): the masked softmax and scores of d2l zh 10.3 and the
+package is not needed): the parametric Nadaraya-Watson model of d2l zh 10.2,
+the masked softmax and scores of d2l zh 10.3 and the
 seq2seq encoder, attention decoder, loss and initialisation of zh 9.7 and
 10.4. One module, imported by the golden generator (`make_golden.py`) and
 the PyTorch side of the benchmark suite (`bench_pytorch.py`) in this folder.
@@ -42,6 +43,21 @@ def additive_scores(queries, keys, W_q, W_k, w_v):
 def scaled_dot_scores(queries, keys):
     """d2l DotProductAttention scores: Q K^T / sqrt(d)."""
     return queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
+
+
+class NWKernelRegression(nn.Module):
+    """d2l zh 10.2.4's model, as chapter10.ipynb In[13] writes it (w drawn
+    from U(0, 1) as d2l zh draws it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.rand((1,)))
+
+    def forward(self, queries, keys, values):
+        queries = queries.repeat_interleave(keys.shape[1]).reshape(-1, keys.shape[1])
+        self.attention_weights = nn.functional.softmax(
+            -((queries - keys) * self.w) ** 2 / 2, dim=1)
+        return torch.bmm(self.attention_weights.unsqueeze(1), values.unsqueeze(-1)).reshape(-1)
 
 
 class Seq2SeqEncoder(nn.Module):
