@@ -34,6 +34,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// The command line.
 #[derive(clap::Parser)]
 #[command(
+    name = "suite",
+    bin_name = "cargo bench -p d2l-attention --bench suite --",
     about = "Times the book's code against d2l's in PyTorch and prints the ratio table"
 )]
 struct Args {
@@ -347,7 +349,7 @@ fn json_path(given: &Path) -> anyhow::Result<PathBuf> {
     };
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
     if dir.is_some_and(|d| !d.is_dir()) {
-        bail!("--json: `{}` is in no existing folder", path.display());
+        bail!("--json: the folder of `{}` does not exist", path.display());
     }
     Ok(path)
 }

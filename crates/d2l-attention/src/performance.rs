@@ -253,7 +253,8 @@ impl Run {
     }
 
     /// The ratio table: for each backend, each item's figure in PyTorch and
-    /// ours (medians over the rounds) and each round's ratio; then each
+    /// ours (the median over the rounds of each round's figure, so the mean
+    /// of two rounds) and each round's ratio; then each
     /// product-heavy item's FLOP rate as a share of the same side's GEMM
     /// rate at 2048³. Lines fit 80 columns for up to three rounds.
     ///
@@ -283,7 +284,7 @@ impl Run {
         let mut out = format!(
             "{}, commit {}, {} threads on each side\nCPU: {}\n{gpu}\
              burn {} against PyTorch {} running d2l's code, in turns,\n\
-             {} × every item; each figure the median of {} runs after {} \
+             {} × each item; each figure the median of {} runs after {} \
              warm-up runs\n(trainings: of {} epochs after the first)\n",
             self.date,
             self.commit,
