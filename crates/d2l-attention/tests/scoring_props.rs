@@ -234,3 +234,47 @@ proptest! {
         }
     }
 }
+
+/// With a valid key in every row, `masked_softmax` fills with −∞ rather
+/// than d2l's −10⁶ (faster on flex): the weights and the gradient of the
+/// scores must be d2l's bit for bit, on every backend, for per-sequence
+/// and per-query lengths and for rows that keep every key.
+#[test]
+fn the_infinite_fill_gives_d2ls_weights_and_gradient_exactly() {
+    for (backend, device) in common::devices() {
+        let device = device.autodiff();
+        for seed in 0..8u64 {
+            let (b, q, k) = (3, 4, 2 + seed as usize);
+            let lens_per_query: Vec<usize> =
+                (0..b * q).map(|i| 1 + (i * 7 + seed as usize) % k).collect();
+            let per_sequence = ValidLens::new(&[1, k, k / 2 + 1], &device);
+            for lens in [per_sequence, per_query(&lens_per_query, q, &device)] {
+                let scores = randn([b, q, k], seed, &device) * 4.0;
+                let upstream = randn([b, q, k], seed ^ 9, &device);
+                let weights_and_grad = |fill_d2l: bool| {
+                    let scores = scores.clone().require_grad();
+                    let weights = if fill_d2l {
+                        let hidden = lens.mask(b, q, k);
+                        burn::tensor::activation::softmax(
+                            scores.clone().mask_fill(hidden, MASK_VALUE),
+                            2,
+                        )
+                    } else {
+                        masked_softmax(scores.clone(), Some(&lens))
+                    };
+                    let grads = (weights.clone() * upstream.clone()).sum().backward();
+                    let grad = scores.grad(&grads).unwrap();
+                    (
+                        weights.try_into_vec_as::<f32>().unwrap(),
+                        grad.try_into_vec_as::<f32>().unwrap(),
+                    )
+                };
+                let (ours, d2l) = (weights_and_grad(false), weights_and_grad(true));
+                assert_eq!(ours.0, d2l.0, "{backend}, seed {seed}: weights");
+                assert_eq!(ours.1, d2l.1, "{backend}, seed {seed}: gradient");
+                assert!(ours.1.iter().all(|g| g.is_finite()), "{backend}: {:?}", ours.1);
+            }
+        }
+    }
+}
+

@@ -237,6 +237,12 @@ impl ValidLens {
 /// masked scores are [`MASK_VALUE`]: finite, so neither the weights nor
 /// their gradient contain NaN. (PyTorch's fused SDPA returns zeros there.)
 ///
+/// When no valid length is 0 (known on the host), the masked scores are
+/// set to −∞ instead of [`MASK_VALUE`]: every row then has a finite
+/// maximum, so the weights and their gradient are the same bit for bit,
+/// and burn-flex's scalar `exp` takes its fast path for −∞ rather than its
+/// slow underflow path for −10⁶ (the Performance appendix measures it).
+///
 /// # Panics
 /// As [`ValidLens::mask`].
 ///
@@ -259,17 +265,26 @@ pub fn masked_softmax(
     valid_lens: Option<&ValidLens>,
 ) -> Tensor<3> {
     let [batch_size, num_queries, num_keys] = scores.dims();
-    let hidden = valid_lens.map(|l| l.mask(batch_size, num_queries, num_keys));
-    masked_softmax_by(scores, hidden)
+    let Some(lens) = valid_lens else {
+        return softmax(scores, 2);
+    };
+    let hidden = lens.mask(batch_size, num_queries, num_keys);
+    // When every row keeps a key, −∞ gives the weights of d2l's −10⁶ bit
+    // for bit, and flex's exp handles −∞ faster.
+    let fill = if lens.min() > 0 {
+        f32::NEG_INFINITY
+    } else {
+        MASK_VALUE
+    };
+    softmax(scores.mask_fill(hidden, fill), 2)
 }
 // ANCHOR_END: masked_softmax
 
 /// Softmax over the last axis of `scores` (batch_size, num_queries,
 /// num_keys) after setting the entries where `hidden` (same shape) is true
-/// to [`MASK_VALUE`]: the one place where attention scores are masked.
-/// [`masked_softmax`] builds `hidden` from valid lengths; PyTorch-style
-/// masks (multi-head attention's `key_padding_mask`, `attn_mask`) come
-/// here directly. A row with every entry hidden is uniform.
+/// to [`MASK_VALUE`]: how PyTorch-style masks (multi-head attention's
+/// `key_padding_mask`, `attn_mask`) meet the scores, as valid lengths do
+/// in [`masked_softmax`]. A row with every entry hidden is uniform.
 ///
 /// # Panics
 /// When `hidden` does not have the shape of `scores`.
