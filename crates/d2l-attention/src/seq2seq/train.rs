@@ -280,9 +280,10 @@ fn batch_loss<E: Encoder, D: Decoder<E::Output>>(
 /// let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
 /// let model = Seq2SeqConfig::new(src, tgt, 4, 8, 1).init(&Device::flex());
 /// // Untrained: about ln(7), the cross-entropy of uniform scores over 7
-/// // tokens, divided by num_steps = 5 as d2l's metric divides it.
+/// // tokens, divided by num_steps = 5 as d2l's metric divides it (within
+/// // 0.14 for the first 300 seeds of the initial weights).
 /// let loss = evaluate_loss(&model, &data, 2, &Device::flex());
-/// assert!((loss - 7f64.ln() / 5.0).abs() < 0.1, "{loss}");
+/// assert!((loss - 7f64.ln() / 5.0).abs() < 0.2, "{loss}");
 /// ```
 pub fn evaluate_loss<E: Encoder, D: Decoder<E::Output>>(
     model: &EncoderDecoder<E, D>,
