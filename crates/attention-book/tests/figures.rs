@@ -84,6 +84,7 @@ fn captured_outputs_match_what_the_listings_print_and_draw() {
 const EXACT_FILES: &[&str] = &[
     "bahdanau-shapes.txt",
     "mha-burn.txt",
+    "mha-cost.txt",
     "mha-pytorch.txt",
     "mha-shapes.txt",
     "pe-binary.txt",

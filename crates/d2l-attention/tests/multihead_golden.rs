@@ -158,7 +158,7 @@ fn a_sequence_with_no_valid_key_stays_finite_forward_and_backward() {
 
 /// burn's `MultiHeadAttention` with our weights, in eval mode (dropout 0),
 /// gives our outputs and weights, padding included (its −1e4 fill and our
-/// −1e6 both give weight exactly 0).
+/// −∞, used since no valid length is 0, both give weight exactly 0).
 #[test]
 fn ours_and_burn_s_module_agree_in_eval_mode() {
     use burn::nn::attention::{MhaInput, MultiHeadAttentionConfig as Burn};

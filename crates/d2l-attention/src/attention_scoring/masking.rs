@@ -226,22 +226,25 @@ impl ValidLens {
 /// query's valid length (d2l zh §10.3.1, `masked_softmax`).
 ///
 /// - `scores`: (batch_size, num_queries, num_keys).
-/// - `valid_lens`: `None` (every key counts), [`ValidLens::PerSequence`]
-///   (batch_size,) or [`ValidLens::PerQuery`] (batch_size, num_queries).
+/// - `valid_lens`: `None` (every key counts), or lengths per sequence
+///   (batch_size,) or per query (batch_size, num_queries): see
+///   [`ValidLens::new`] and [`ValidLens::per_query`].
 ///
 /// Returns the weights, shaped like `scores`: each row sums to 1 over its
-/// valid keys, and keys at or past the valid length get exactly 0 (as long
-/// as the valid scores of the row stay well above [`MASK_VALUE`], which
-/// the masked ones are set to, as in d2l). A row
+/// valid keys, and keys at or past the valid length get exactly 0. A row
 /// with valid length 0 is **uniform** (1/num_keys each), as in d2l, whose
 /// masked scores are [`MASK_VALUE`]: finite, so neither the weights nor
 /// their gradient contain NaN. (PyTorch's fused SDPA returns zeros there.)
 ///
-/// When no valid length is 0 (known on the host), the masked scores are
-/// set to −∞ instead of [`MASK_VALUE`]: every row then has a finite
-/// maximum, so the weights and their gradient are the same bit for bit,
-/// and burn-flex's scalar `exp` takes its fast path for −∞ rather than its
-/// slow underflow path for −10⁶ (the Performance appendix measures it).
+/// The masked scores are set to [`MASK_VALUE`] when some valid length is
+/// 0, and to −∞ when none is (known on the host): every row then has a
+/// finite maximum, and burn-flex's scalar `exp` takes its fast path for −∞
+/// rather than its slow underflow path for −10⁶ (measured in
+/// `benches/reports/2026-12-02-tuning.md`). The weights and their gradient
+/// are d2l's bit for bit as long as each row's largest valid score is above
+/// about −999 896, where e^(−10⁶ − max) is still exactly 0 in f32; below
+/// that, d2l's fill would outweigh the valid keys, and −∞ still gives the
+/// masked keys exactly 0.
 ///
 /// # Panics
 /// As [`ValidLens::mask`].

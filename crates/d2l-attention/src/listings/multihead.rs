@@ -2,16 +2,20 @@
 
 use std::fmt::Write;
 
+use burn::module::Module;
 use burn::tensor::{Device, Tensor};
 
 use super::{Listing, Output};
 use crate::attention_scoring::ValidLens;
 use crate::multihead_attention::*;
+use crate::plot::{Diagram, Node};
 use crate::random::{rand, randn, seeded_multihead};
 use crate::{HeatmapOptions, show_heatmaps};
 
 /// This chapter's listings.
 pub const LISTINGS: &[Listing] = &[
+    Listing::new("mha-diagram", file!(), model_diagram),
+    Listing::new("mha-cost", file!(), cost_demo),
     Listing::new("mha-module", file!(), module_demo),
     Listing::new("mha-shapes", file!(), shapes_demo),
     Listing::new("mha-heads", file!(), heads_demo),
@@ -19,6 +23,78 @@ pub const LISTINGS: &[Listing] = &[
     Listing::new("mha-burn", file!(), burn_demo),
     Listing::new("mha-pruning", file!(), pruning_exercise),
 ];
+
+/// The layer as a diagram (d2l zh §10.5, fig. 10.5.1): h heads, each
+/// projecting queries, keys and values and attending, then the heads
+/// concatenated and mixed by W_o.
+fn model_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: diagram
+    let node = |x, y, width, text: &str| Node::new((x, y), (width, 40), text);
+    let inputs = [(70, "queries"), (290, "keys"), (510, "values")]
+        .map(|(x, text)| node(x, 430, 120, text));
+    let mut figure = Diagram::new((700, 484)).label((350, 284), "…");
+    for (left, head) in [(30, "1"), (400, "h")] {
+        let attention = node(
+            left,
+            250,
+            270,
+            &format!("scaled dot-product attention, head {head}"),
+        );
+        for (j, input) in inputs.iter().enumerate() {
+            let kind = ["q", "k", "v"][j];
+            let text = format!("W_{{{kind},{head}}}");
+            let projection = node(left + 95 * j as i32, 340, 80, &text);
+            let x = projection.side('t').0;
+            figure = figure
+                .arrow(input.side('t'), projection.side('b'))
+                .arrow(projection.side('t'), (x, 290))
+                .node(projection);
+        }
+        let x = attention.side('t').0;
+        figure = figure.arrow(attention.side('t'), (x, 200)).node(attention);
+    }
+    let concat = node(30, 160, 640, "concatenate the h heads' outputs");
+    let w_o = node(250, 80, 200, "W_{o}");
+    let output = node(250, 10, 200, "output");
+    let figure = figure
+        .arrow(concat.side('t'), w_o.side('b'))
+        .arrow(w_o.side('t'), output.side('b'));
+    let mut figure = figure.node(concat).node(w_o).node(output);
+    for input in inputs {
+        figure = figure.node(input);
+    }
+    let figure = figure.draw()?;
+    // ANCHOR_END: diagram
+    out.figure("mha-diagram", figure);
+    Ok(())
+}
+
+/// Parameters and multiply-adds of the layer for several head counts,
+/// next to h heads of full width (d2l zh §10.5.2: p_q = p_k = p_v = p_o / h
+/// keeps the cost from growing).
+fn cost_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: cost
+    let (d, p_o, n) = (512, 512, 128); // input size, num_hiddens, tokens
+    writeln!(out, "      p_q = p_o / h (d2l)         p_q = p_o")?;
+    writeln!(out, "h   parameters   mult-adds    parameters   mult-adds")?;
+    for h in [1, 2, 8] {
+        let layer = MultiHeadAttentionConfig::new(d, d, d, p_o, h).init(device);
+        let parameters = layer.num_params();
+        // four projections of n tokens, then each head's n × n scores and
+        // weighted sums over its p_o / h features
+        let mult_adds = 4 * n * d * p_o + h * 2 * n * n * (p_o / h);
+        // h heads of p_o features each; W_o then takes h · p_o inputs
+        let wide_parameters = 3 * d * h * p_o + h * p_o * p_o;
+        let wide_mult_adds = n * wide_parameters + h * 2 * n * n * p_o;
+        writeln!(
+            out,
+            "{h} {parameters:>12} {mult_adds:>11} {wide_parameters:>13} \
+             {wide_mult_adds:>11}"
+        )?;
+    }
+    // ANCHOR_END: cost
+    Ok(())
+}
 
 fn module_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: module
@@ -291,5 +367,30 @@ mod tests {
         let same = without_head(&attention, x, 9);
         let gap = (same - full.output).abs().max().into_scalar::<f32>();
         assert!(gap < 1e-6, "{gap}");
+    }
+
+    /// d2l's reason for p_q = p_o / h: the layer's parameters (burn's own
+    /// count) and multiply-adds do not grow with the heads; h heads of
+    /// full width cost h times as much.
+    #[test]
+    fn splitting_the_width_keeps_the_cost_of_one_head() {
+        let out = run("mha-cost", &Device::flex());
+        let rows: Vec<Vec<u64>> = out
+            .text()
+            .lines()
+            .skip(2)
+            .map(|l| l.split_whitespace().map(|w| w.parse().unwrap()).collect())
+            .collect();
+        assert_eq!(rows.len(), 3, "{}", out.text());
+        for row in &rows {
+            let h = row[0];
+            // four 512 × 512 projections without biases
+            assert_eq!(row[1], 4 * 512 * 512, "{row:?}");
+            assert_eq!(row[2], rows[0][2], "{row:?}");
+            assert_eq!(row[3], h * rows[0][3], "{row:?}");
+            assert_eq!(row[4], h * rows[0][4], "{row:?}");
+        }
+        assert_eq!(rows[0][1..3], rows[0][3..5], "h = 1: the same layer");
+        assert_eq!(run("mha-diagram", &Device::flex()).figures().len(), 1);
     }
 }

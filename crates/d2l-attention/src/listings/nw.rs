@@ -3,9 +3,11 @@
 
 use std::fmt::Write;
 
-use burn::tensor::{Device, Int, Tensor};
+use burn::module::{Module, Param};
+use burn::optim::{GradientsParams, SgdConfig};
+use burn::tensor::{Device, Int, Tensor, activation::softmax};
 
-use super::{Listing, Output};
+use super::{Check, Listing, Output};
 use crate::nadaraya_watson::*;
 use crate::printing::{format_summary, format_tensor, format_wrapped};
 use crate::random::{rand, randn};
@@ -28,6 +30,15 @@ pub const LISTINGS: &[Listing] = &[
     Listing::new("nw-bandwidth", file!(), bandwidth_demo),
     Listing::new("nw-exercise-bandwidth", file!(), bandwidth_exercise),
     Listing::new("nw-exercise-w-zero", file!(), w_zero_exercise),
+    Listing::new("nw-exercise-parzen", file!(), parzen_exercise),
+    Listing::new("nw-exercise-unit-sphere", file!(), unit_sphere_exercise),
+    Listing {
+        name: "nw-exercise-laplace",
+        file: file!(),
+        check: Check::Facts(laplace_facts),
+        run: laplace_exercise,
+    },
+    Listing::new("nw-exercise-dimension", file!(), dimension_exercise),
 ];
 
 /// The seed every listing of this section draws its data with.
@@ -482,6 +493,235 @@ fn w_zero_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Exercise 6: Parzen windows and Nadaraya–Watson classification (d2l en
+/// §11.2, exercise 1).
+fn parzen_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: parzen
+    // 40 points of class +1 around 1, 40 of class −1 around 3
+    let x = Tensor::cat(
+        vec![
+            randn([40], 24, device) * 0.8 + 1.0,
+            randn([40], 25, device) * 0.8 + 3.0,
+        ],
+        0,
+    );
+    let ones = Tensor::<1>::ones([40], device);
+    let y = Tensor::cat(vec![ones.clone(), -ones], 0);
+    let queries = Tensor::<1, Int>::arange(0..9, device).float() / 2.0;
+    // k(q, xᵢ): (9 queries, 80 points), a Gaussian of width 0.5
+    let differences =
+        queries.clone().unsqueeze_dim::<2>(1) - x.unsqueeze_dim::<2>(0);
+    let k = Kernel::Gaussian { sigma: 0.5 }.apply(differences);
+    // Nadaraya–Watson: the labels ±1 pooled with weights k / Σ k
+    let f = (k.clone() * y.clone().unsqueeze_dim(0)).sum_dim(1)
+        / k.clone().sum_dim(1);
+    // Parzen: p̂(q, y = ±1) = (1/n) Σ of k(q, xᵢ) over that class
+    let positive = y.greater_elem(0.0).float().unsqueeze_dim::<2>(0);
+    let p_plus = (k.clone() * positive.clone()).sum_dim(1) / 80.0;
+    let p_minus = (k * (-positive + 1.0)).sum_dim(1) / 80.0;
+    let p = p_plus.clone() + p_minus.clone(); // p̂(q)
+    let columns = [f, p_plus.clone() - p_minus.clone(), (p_plus - p_minus) / p]
+        .map(|c| c.squeeze_dim::<1>(1).try_into_vec_as::<f32>());
+    let [f, difference, ratio] = columns.map(|c| c.expect("on the host"));
+    let queries = queries.try_into_vec_as::<f32>()?;
+    writeln!(
+        out,
+        "   q    NW f(q)  p̂(q,+1) − p̂(q,−1)  (p̂(q,+1) − p̂(q,−1)) / p̂(q)"
+    )?;
+    for i in 0..9 {
+        writeln!(
+            out,
+            "{:4.1} {:10.4} {:18.4} {:28.4}",
+            queries[i], f[i], difference[i], ratio[i]
+        )?;
+    }
+    // ANCHOR_END: parzen
+    Ok(())
+}
+
+/// Exercise 7: the Gaussian kernel on the unit sphere (d2l en §11.2,
+/// exercise 3).
+fn unit_sphere_exercise(
+    device: &Device,
+    out: &mut Output,
+) -> anyhow::Result<()> {
+    // ANCHOR: unit_sphere
+    // 8 keys and 3 queries in 3 dimensions, each scaled to norm 1
+    let unit = |x: Tensor<2>| x.clone() / x.powi_scalar(2).sum_dim(1).sqrt();
+    let keys = unit(randn([8, 3], 22, device));
+    let queries = unit(randn([3, 3], 23, device));
+    let sigma2 = 0.25; // σ = 0.5
+    // Gaussian kernel: weights ∝ exp(−‖q − kᵢ‖² / (2σ²))
+    let differences =
+        queries.clone().unsqueeze_dim::<3>(1) - keys.clone().unsqueeze_dim(0);
+    let squared: Tensor<2> =
+        differences.powi_scalar(2).sum_dim(2).squeeze_dim(2);
+    let gaussian = softmax(-squared / (2.0 * sigma2), 1);
+    // on the sphere ‖q − kᵢ‖² = 2 − 2qᵀkᵢ: weights ∝ exp(qᵀkᵢ / σ²)
+    let dot_product = softmax(queries.matmul(keys.transpose()) / sigma2, 1);
+    let gap = (gaussian.clone() - dot_product)
+        .abs()
+        .max()
+        .into_scalar::<f32>();
+    writeln!(
+        out,
+        "Gaussian kernel weights:\n{}",
+        format_tensor(gaussian, 4)
+    )?;
+    writeln!(out, "largest gap to softmax(qᵀk / σ²): {gap:.1e}")?;
+    // ANCHOR_END: unit_sphere
+    Ok(())
+}
+
+// ANCHOR: laplace_pooling
+/// Exercise 8's pooling: a Laplace kernel, scores −w·|q − k| with a
+/// learnable w: weights fall off with the distance itself, not its square.
+#[derive(Module, Debug)]
+struct LaplacePooling {
+    w: Param<Tensor<1>>,
+}
+
+impl LaplacePooling {
+    /// Predictions (n,) and weights (n, m) for `queries` (n,), each with
+    /// its own row of `keys` and `values` (n, m).
+    fn forward(
+        &self,
+        queries: Tensor<1>,
+        keys: Tensor<2>,
+        values: Tensor<2>,
+    ) -> (Tensor<1>, Tensor<2>) {
+        let w = self.w.val().unsqueeze::<2>(); // (1, 1)
+        let scores = -(queries.unsqueeze_dim::<2>(1) - keys).abs() * w;
+        let weights = softmax(scores, 1);
+        let y_hat = (weights.clone() * values).sum_dim(1).squeeze_dim(1);
+        (y_hat, weights)
+    }
+}
+// ANCHOR_END: laplace_pooling
+
+/// Exercise 8: the Laplace pooling trained as d2l trains its model (d2l zh
+/// §10.2, exercise 4).
+fn laplace_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: laplace
+    let device = &device.clone().autodiff();
+    let data = Dataset::generate(50, SEED, device);
+    let (keys, values) =
+        leave_one_out(data.x_train.clone(), data.y_train.clone())?;
+    let w = Param::from_tensor(Tensor::from_floats([1.0], device));
+    let mut model = LaplacePooling { w };
+    let mut optimizer = SgdConfig::new().init();
+    for epoch in 1..=LAPLACE_EPOCHS {
+        let x = data.x_train.clone();
+        let (y_hat, _) = model.forward(x, keys.clone(), values.clone());
+        let loss = (y_hat - data.y_train.clone()).powi_scalar(2).sum();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optimizer.step(LAPLACE_LR, model, grads);
+        let (loss, w) = (loss.into_scalar::<f32>(), model.w.val());
+        let w = w.into_scalar::<f32>();
+        writeln!(out, "epoch {epoch}, loss {loss:.4}, w {w:.4}")?;
+    }
+    // every test input sees all 50 training points
+    let keys = data.x_train.clone().unsqueeze::<2>().expand([50, 50]);
+    let values = data.y_train.clone().unsqueeze::<2>().expand([50, 50]);
+    let (y_hat, weights) = model.forward(data.x_test.clone(), keys, values);
+    writeln!(out, "test MSE {:.3}", data.test_mse(y_hat))?;
+    let heatmap = show_heatmaps(
+        &weights.unsqueeze::<4>(),
+        "Sorted training inputs",
+        "Sorted test inputs",
+        HeatmapOptions::default(),
+    )?;
+    // ANCHOR_END: laplace
+    out.figure("nw-exercise-laplace", heatmap);
+    Ok(())
+}
+
+/// What exercise 8's training prints on any machine: the loss falls at
+/// every epoch, w stays positive (a kernel that narrows around the query),
+/// and the test error ends below a third of average pooling's (0.494).
+///
+/// # Errors
+/// The first fact that fails, quoting the text.
+fn laplace_facts(text: &str) -> anyhow::Result<()> {
+    let numbers = |l: &str| -> Vec<f64> {
+        l.split([' ', ',']).filter_map(|t| t.parse().ok()).collect()
+    };
+    let epochs: Vec<Vec<f64>> = text
+        .lines()
+        .filter(|l| l.starts_with("epoch"))
+        .map(numbers)
+        .collect();
+    anyhow::ensure!(epochs.len() == LAPLACE_EPOCHS, "epochs: `{text}`");
+    for pair in epochs.windows(2) {
+        anyhow::ensure!(pair[1][1] < pair[0][1], "loss rose: {pair:?}");
+    }
+    anyhow::ensure!(epochs.iter().all(|e| e[2] > 0.0), "w ≤ 0: `{text}`");
+    let mse = text.lines().last().map(numbers).unwrap_or_default();
+    anyhow::ensure!(
+        mse.first().is_some_and(|&m| m < 0.494 / 3.0),
+        "test MSE: `{text}`"
+    );
+    Ok(())
+}
+
+/// Epochs and learning rate of exercise 8's training.
+const LAPLACE_EPOCHS: usize = 10;
+const LAPLACE_LR: f64 = 0.5;
+
+// ANCHOR: effective_keys
+/// How many keys the Gaussian kernel of width `sigma` effectively averages
+/// for a query at the centre of the unit cube, 1 / Σᵢ αᵢ², over `points`
+/// (n, d) (n when all weigh alike, 1 when one takes all).
+fn effective_keys(points: Tensor<2>, sigma: f32) -> f32 {
+    let [_, d] = points.dims();
+    let centre = Tensor::<2>::full([1, d], 0.5, &points.device());
+    let squared = (points - centre).powi_scalar(2).sum_dim(1);
+    let weights = softmax(-squared / (2.0 * sigma * sigma), 0);
+    1.0 / weights.powi_scalar(2).sum().into_scalar::<f32>()
+}
+
+/// The width at which [`effective_keys`] is `keys`, by bisection (it grows
+/// with the width).
+fn width_for(points: &Tensor<2>, keys: f32) -> f32 {
+    let (mut lo, mut hi) = (1e-4_f32, 10.0_f32);
+    for _ in 0..40 {
+        let mid = (lo * hi).sqrt();
+        if effective_keys(points.clone(), mid) < keys {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo * hi).sqrt()
+}
+// ANCHOR_END: effective_keys
+
+/// Exercise 9: how the width must shrink with more data, by dimension (d2l
+/// en §11.2, exercise 4).
+fn dimension_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: dimension
+    // uniform points in the unit cube; the width that keeps 20 keys
+    writeln!(
+        out,
+        "d   n = 250  n = 1000  n = 4000  σ(250)/σ(4000)  16^(1/d)"
+    )?;
+    for d in [1, 2, 4, 8] {
+        let widths: Vec<f32> = [250, 1000, 4000]
+            .iter()
+            .map(|&n| width_for(&rand([n, d], 30 + d as u64, device), 20.0))
+            .collect();
+        let ratio = widths[0] / widths[2];
+        let scaling = 16f32.powf(1.0 / d as f32);
+        writeln!(
+            out,
+            "{d} {:9.4} {:9.4} {:9.4} {ratio:15.2} {scaling:9.2}",
+            widths[0], widths[1], widths[2]
+        )?;
+    }
+    // ANCHOR_END: dimension
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -572,5 +812,79 @@ mod tests {
         assert!((0.25..0.35).contains(&lines[0][0]), "{lines:?}");
         let (wide, chosen) = (lines[1][1], lines[2][1]);
         assert!(chosen < wide / 2.0, "{lines:?}");
+    }
+
+    /// Exercise 6's answer: Nadaraya–Watson's f(q) is (p̂(q, +1) −
+    /// p̂(q, −1)) / p̂(q), so it has the sign of the Parzen difference; it
+    /// says +1 near the first class and −1 near the second.
+    #[test]
+    fn parzen_and_nadaraya_watson_classify_alike() {
+        let out = run("nw-exercise-parzen", &Device::flex());
+        let rows: Vec<Vec<f32>> =
+            out.text().lines().skip(1).map(numbers).collect();
+        assert_eq!(rows.len(), 9, "{}", out.text());
+        for row in &rows {
+            let [_, f, difference, ratio] = row[..] else {
+                panic!("{row:?}")
+            };
+            assert!((f - ratio).abs() < 2e-4, "{row:?}");
+            assert_eq!(f > 0.0, difference > 0.0, "{row:?}");
+        }
+        assert!(rows[0][1] > 0.9 && rows[8][1] < -0.9, "{}", out.text());
+    }
+
+    /// Exercise 7's answer: on the unit sphere the Gaussian kernel's
+    /// weights are softmax(qᵀk / σ²); off the sphere they are not.
+    #[test]
+    fn on_the_unit_sphere_the_gaussian_kernel_is_dot_product_attention() {
+        let out = run("nw-exercise-unit-sphere", &Device::flex());
+        let gap = numbers(out.text().lines().last().unwrap())[0];
+        assert!(gap < 1e-6, "{}", out.text());
+        let device = Device::flex();
+        let (keys, queries) =
+            (randn([8, 3], 22, &device), randn([3, 3], 23, &device));
+        let differences = queries.clone().unsqueeze_dim::<3>(1)
+            - keys.clone().unsqueeze_dim(0);
+        let squared: Tensor<2> =
+            differences.powi_scalar(2).sum_dim(2).squeeze_dim(2);
+        let gaussian = softmax(-squared / 0.5, 1);
+        let dot_product = softmax(queries.matmul(keys.transpose()) / 0.25, 1);
+        let gap = (gaussian - dot_product).abs().max().into_scalar::<f32>();
+        assert!(gap > 0.05, "{gap}");
+    }
+
+    /// Exercise 8: the committed run's facts hold, and a run whose loss
+    /// rises or whose test error stays near average pooling's fails them.
+    #[test]
+    fn the_laplace_facts_hold_and_catch_a_failed_run() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../figures/nw-exercise-laplace.txt"
+        ))
+        .unwrap();
+        laplace_facts(&text).unwrap();
+        let rising = text.replacen("loss 19.2151", "loss 99.0", 1);
+        assert!(laplace_facts(&rising).is_err());
+        let poor = text.replacen("test MSE 0.132", "test MSE 0.400", 1);
+        assert!(laplace_facts(&poor).is_err());
+    }
+
+    /// Exercise 9's answer: the width that keeps 20 keys shrinks with n in
+    /// every dimension, about as n^(−1/d): 16 times the data narrows it by
+    /// about 16^(1/d), less and less as d grows.
+    #[test]
+    fn the_width_shrinks_as_n_to_the_minus_one_over_d() {
+        let out = run("nw-exercise-dimension", &Device::flex());
+        let rows: Vec<Vec<f32>> =
+            out.text().lines().skip(1).map(numbers).collect();
+        assert_eq!(rows.len(), 4, "{}", out.text());
+        for row in &rows {
+            let [_, w250, w1000, w4000, ratio, scaling] = row[..] else {
+                panic!("{row:?}")
+            };
+            assert!(w250 > w1000 && w1000 > w4000, "{row:?}");
+            assert!((ratio / scaling - 1.0).abs() < 0.4, "{row:?}");
+        }
+        assert!(rows.windows(2).all(|r| r[1][4] < r[0][4]), "{}", out.text());
     }
 }

@@ -13,7 +13,8 @@ pub const LISTINGS: &[Listing] =
     &[Listing::new("performance-run", file!(), run_demo)];
 
 /// The run the appendix shows, as the suite wrote it.
-const RUN: &str = include_str!("../../benches/reports/2026-12-02-tuned-suite.json");
+const RUN: &str =
+    include_str!("../../benches/reports/2026-12-02-tuned-suite.json");
 
 fn run_demo(_device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: run

@@ -21,6 +21,7 @@ pub const LISTINGS: &[Listing] = &[
     Listing::new("scoring-projection", file!(), projection_exercise),
     Listing::new("scoring-other-keys", file!(), other_keys_exercise),
     Listing::new("scoring-sum", file!(), sum_exercise),
+    Listing::new("scoring-distance", file!(), distance_exercise),
 ];
 
 fn masked_softmax_demo(
@@ -300,6 +301,37 @@ fn sum_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     Ok(())
 }
 
+// ANCHOR: distance_scores
+/// a(q, k) = −‖q − k‖² / (2√d) without the −‖q‖² / (2√d) that every key of
+/// a row shares: (qᵀk − ‖k‖²/2) / √d, for queries (b, q, d) and keys (b,
+/// k, d).
+fn distance_scores(queries: Tensor<3>, keys: Tensor<3>) -> Tensor<3> {
+    let d = (queries.dims()[2] as f64).sqrt();
+    // ‖kᵢ‖², once per key: (b, k, 1) → (b, 1, k)
+    let norms = keys.clone().powi_scalar(2).sum_dim(2).swap_dims(1, 2);
+    (queries.matmul(keys.swap_dims(1, 2)) - norms / 2.0) / d
+}
+// ANCHOR_END: distance_scores
+
+/// Exercise 5: distance-based attention (d2l en §11.3, exercise 1).
+fn distance_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: distance_exercise
+    let queries = randn([1, 2, 4], 20, device);
+    let keys = randn([1, 6, 4], 21, device);
+    // the same keys scaled to norm 1
+    let unit = keys.clone() / keys.clone().powi_scalar(2).sum_dim(2).sqrt();
+    let dot = DotProductAttentionConfig::new().init();
+    for (name, keys) in [("random keys", keys), ("keys of norm 1", unit)] {
+        let by_distance = distance_scores(queries.clone(), keys.clone());
+        let by_dot = dot.scores(queries.clone(), keys);
+        let (a, b) = (softmax(by_distance, 2), softmax(by_dot, 2));
+        writeln!(out, "{name}, distance:\n{}", format_tensor(a, 4))?;
+        writeln!(out, "{name}, dot product:\n{}", format_tensor(b, 4))?;
+    }
+    // ANCHOR_END: distance_exercise
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,5 +460,35 @@ mod tests {
             .collect();
         assert_eq!(rows.len(), 3, "{text}");
         assert!(rows[1] == rows[0] && rows[2] == rows[0], "{text}");
+    }
+
+    /// Exercise 5's answer: distance scores from one product and the key
+    /// norms give the weights of −‖q − k‖² / (2√d) computed directly, and
+    /// the dot product's weights when every key has norm 1, not otherwise.
+    #[test]
+    fn distance_attention_is_dot_product_attention_with_a_key_bias() {
+        let device = Device::flex();
+        let queries = randn([2, 3, 4], 5, &device);
+        let keys = randn([2, 7, 4], 6, &device) * 2.0;
+        let gap = |a: Tensor<3>, b: Tensor<3>| {
+            (a - b).abs().max().into_scalar::<f32>()
+        };
+        // (b, q, 1, d) − (b, 1, k, d): every difference q − k
+        let differences = queries.clone().unsqueeze_dim::<4>(2)
+            - keys.clone().unsqueeze_dim::<4>(1);
+        let squared: Tensor<3> =
+            differences.powi_scalar(2).sum_dim(3).squeeze_dim(3);
+        let direct = softmax(-squared / 4.0, 2); // 2√d = 4
+        let ours = softmax(distance_scores(queries.clone(), keys.clone()), 2);
+        assert!(gap(direct, ours.clone()) < 1e-6);
+        let dot = DotProductAttentionConfig::new().init();
+        let by_dot = softmax(dot.scores(queries.clone(), keys.clone()), 2);
+        assert!(gap(ours, by_dot) > 0.05);
+        let unit = keys.clone() / keys.powi_scalar(2).sum_dim(2).sqrt();
+        let ours = softmax(distance_scores(queries.clone(), unit.clone()), 2);
+        let by_dot = softmax(dot.scores(queries, unit), 2);
+        assert!(gap(ours, by_dot) < 1e-6);
+        let text = run("scoring-distance", &device).text().to_owned();
+        assert_eq!(text.matches("dot product:").count(), 2, "{text}");
     }
 }

@@ -7,13 +7,14 @@ use burn::module::{Module, Param};
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::nn::{Embedding, Linear};
 use burn::optim::{AdamConfig, GradientsParams};
-use burn::tensor::{Device, Int, Tensor};
+use burn::tensor::{Device, Int, Tensor, activation::softmax};
 
-use super::{Listing, Output};
+use super::{Check, Listing, Output};
 use crate::attention_scoring::{
     DotProductAttentionConfig, ValidLens, self_attention,
 };
 use crate::multihead_attention::*;
+use crate::plot::{Diagram, Node, Scale};
 use crate::positional_encoding::*;
 use crate::random::{randn, seeded_linear, seeded_multihead};
 use crate::{Axes, HeatmapOptions, Series, plot, show_heatmaps};
@@ -22,6 +23,7 @@ use crate::{Axes, HeatmapOptions, Series, plot, show_heatmaps};
 pub const LISTINGS: &[Listing] = &[
     Listing::new("sa-shapes", file!(), shapes_demo),
     Listing::new("sa-matrix-form", file!(), matrix_form_demo),
+    Listing::new("sa-layers-diagram", file!(), layers_diagram),
     Listing::new("sa-complexity", file!(), complexity_demo),
     Listing::new("pe-columns", file!(), columns_demo),
     Listing::new("pe-binary", file!(), binary_demo),
@@ -29,6 +31,12 @@ pub const LISTINGS: &[Listing] = &[
     Listing::new("pe-relative", file!(), relative_demo),
     Listing::new("sa-permutation", file!(), permutation_exercise),
     Listing::new("pe-learned", file!(), learned_exercise),
+    Listing {
+        name: "pe-shaw",
+        file: file!(),
+        check: Check::Facts(shaw_facts),
+        run: shaw_exercise,
+    },
 ];
 
 fn shapes_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
@@ -97,6 +105,53 @@ fn costs(n: usize, d: usize, k: usize) -> [(&'static str, [usize; 3]); 3] {
 }
 // ANCHOR_END: costs
 
+/// What one layer of each kind connects, over five tokens (d2l zh §10.6.2,
+/// fig. 10.6.1): a convolution of width 3, a recurrent layer, and
+/// self-attention.
+fn layers_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: layers_diagram
+    let n = 5;
+    let mut figure = Diagram::new((730, 230));
+    for (panel, name) in
+        ["CNN (k = 3)", "RNN", "self-attention"].iter().enumerate()
+    {
+        let left = 20 + 245 * panel as i32;
+        let token = |i: usize, y: i32, text: &str| {
+            Node::new((left + 44 * i as i32, y), (32, 28), text)
+        };
+        let inputs: Vec<Node> = (0..n)
+            .map(|i| token(i, 150, &format!("x_{{{}}}", i + 1)))
+            .collect();
+        let outputs: Vec<Node> = (0..n)
+            .map(|i| token(i, 30, &format!("y_{{{}}}", i + 1)))
+            .collect();
+        for (j, output) in outputs.iter().enumerate() {
+            // which inputs output j reads
+            let reads: Vec<usize> = match panel {
+                0 => (j.saturating_sub(1)..(j + 2).min(n)).collect(),
+                1 => vec![j],
+                _ => (0..n).collect(),
+            };
+            for i in reads {
+                figure = figure.arrow(inputs[i].side('t'), output.side('b'));
+            }
+            if panel == 1 && j > 0 {
+                // the recurrence: step j waits for step j − 1
+                figure =
+                    figure.arrow(outputs[j - 1].side('r'), output.side('l'));
+            }
+        }
+        figure = figure.label((left + 98, 205), name);
+        for node in inputs.into_iter().chain(outputs) {
+            figure = figure.node(node);
+        }
+    }
+    let figure = figure.draw()?;
+    // ANCHOR_END: layers_diagram
+    out.figure("sa-layers-diagram", figure);
+    Ok(())
+}
+
 fn complexity_demo(_: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: complexity
     let (d, k) = (64, 3);
@@ -128,7 +183,10 @@ fn complexity_demo(_: &Device, out: &mut Output) -> anyhow::Result<()> {
     )?;
     let path = plot(
         &[series(0, 2, 1.0), series(1, 2, 1.0), series(2, 2, 1.0)],
-        &Axes::new("tokens n", "longest path between tokens"),
+        // log scales: self-attention's path of 1 sits on the bottom line
+        &Axes::new("tokens n", "longest path between tokens")
+            .xscale(Scale::Log)
+            .yscale(Scale::Log),
     )?;
     // ANCHOR_END: complexity
     out.figure("sa-complexity-flops", flops);
@@ -324,6 +382,141 @@ fn learned_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     Ok(())
 }
 
+// ANCHOR: shaw_model
+/// Self-attention with learned relative positions (Shaw, Uszkoreit and
+/// Vaswani, 2018, "Self-Attention with Relative Position Representations"),
+/// one head: the offset j − i, clipped to ±`clip`, picks a
+/// learned vector added to key j and one added to value j when query i
+/// looks at them.
+#[derive(Module, Debug)]
+struct RelativeSelfAttention {
+    w_q: Linear,
+    w_k: Linear,
+    w_v: Linear,
+    /// a^K and a^V: (2·clip + 1, d), row clip + o for offset o.
+    keys_by_offset: Embedding,
+    values_by_offset: Embedding,
+    clip: usize,
+}
+
+impl RelativeSelfAttention {
+    /// x (batch, n, d) → (batch, n, d).
+    fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        let [_, n, d] = x.dims();
+        let (q, k, v) = (
+            self.w_q.forward(x.clone()),
+            self.w_k.forward(x.clone()),
+            self.w_v.forward(x),
+        );
+        // offsets j − i, clipped, as rows of the tables: (n, n)
+        let c = self.clip as i64;
+        let offsets: Vec<i64> = (0..n as i64)
+            .flat_map(|i| (0..n as i64).map(move |j| (j - i).clamp(-c, c) + c))
+            .collect();
+        let offsets =
+            Tensor::<1, Int>::from_data(offsets.as_slice(), &q.device())
+                .reshape([1, n * n]);
+        // (1, n, n, d): the vectors added for each (query, key) pair
+        let rel_k = self
+            .keys_by_offset
+            .forward(offsets.clone())
+            .reshape([1, n, n, d]);
+        let rel_v =
+            self.values_by_offset.forward(offsets).reshape([1, n, n, d]);
+        // e_ij = q_i · (k_j + a^K_ij) / √d
+        let scores = q.clone().matmul(k.swap_dims(1, 2))
+            + (q.unsqueeze_dim::<4>(2) * rel_k).sum_dim(3).squeeze_dim(3);
+        let weights = softmax(scores / (d as f64).sqrt(), 2);
+        // z_i = Σ_j α_ij (v_j + a^V_ij)
+        weights.clone().matmul(v)
+            + (weights.unsqueeze_dim::<4>(3) * rel_v)
+                .sum_dim(2)
+                .squeeze_dim(2)
+    }
+}
+
+/// Exercise 2's model with relative positions in place of absolute ones.
+#[derive(Module, Debug)]
+struct WhereAmIRelative {
+    attention: RelativeSelfAttention,
+    output: Linear,
+}
+
+impl WhereAmIRelative {
+    fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        self.output.forward(self.attention.forward(x))
+    }
+}
+// ANCHOR_END: shaw_model
+
+/// What exercise 3's trainings print on any machine: without offsets
+/// (clipped to 0) the loss stays at ln 6, a uniform guess; with every
+/// offset of six tokens told apart (±5) it falls below 1.
+///
+/// # Errors
+/// The first fact that fails, quoting the text.
+fn shaw_facts(text: &str) -> anyhow::Result<()> {
+    let losses: Vec<f64> = text
+        .lines()
+        .filter_map(|l| l.rsplit("loss ").next()?.parse().ok())
+        .collect();
+    anyhow::ensure!(losses.len() == 2, "two losses expected: `{text}`");
+    anyhow::ensure!(
+        (losses[0] - 6f64.ln()).abs() < 0.01 && losses[1] < 1.0,
+        "expected ln 6 without offsets and below 1 with them: `{text}`"
+    );
+    Ok(())
+}
+
+/// Adam steps of exercise 3's trainings.
+const SHAW_STEPS: usize = 300;
+
+/// Exercise 3: relative positions (Shaw et al., 2018) on exercise 2's
+/// task: say where each of six equal tokens stands.
+fn shaw_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: shaw
+    let (num_steps, size, batch) = (6, 16, 8);
+    let device = device.clone().autodiff();
+    let x = Tensor::<3>::ones([batch, num_steps, size], &device);
+    let labels = Tensor::<1, Int>::arange(0..num_steps as i64, &device)
+        .repeat_dim(0, batch);
+    let loss_fn = CrossEntropyLossConfig::new().init(&device);
+    for clip in [0, 5] {
+        let table = |seed| Embedding {
+            weight: Param::from_tensor(randn(
+                [2 * clip + 1, size],
+                seed,
+                &device,
+            )),
+        };
+        let mut model = WhereAmIRelative {
+            attention: RelativeSelfAttention {
+                w_q: seeded_linear(size, size, 96, &device),
+                w_k: seeded_linear(size, size, 97, &device),
+                w_v: seeded_linear(size, size, 98, &device),
+                keys_by_offset: table(99),
+                values_by_offset: table(100),
+                clip,
+            },
+            output: seeded_linear(size, num_steps, 95, &device),
+        };
+        let mut optimizer = AdamConfig::new().init();
+        let mut loss = 0.0;
+        for _ in 0..SHAW_STEPS {
+            let logits = model
+                .forward(x.clone())
+                .reshape([batch * num_steps, num_steps]);
+            let l = loss_fn.forward(logits, labels.clone());
+            loss = l.clone().into_scalar::<f64>();
+            let grads = GradientsParams::from_grads(l.backward(), &model);
+            model = optimizer.step(0.05, model, grads);
+        }
+        writeln!(out, "offsets clipped to ±{clip}: loss {loss:.3}")?;
+    }
+    // ANCHOR_END: shaw
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,5 +584,29 @@ mod tests {
             lines[2],
             "learned positions: loss below 0.05 after 100 steps: true"
         );
+    }
+
+    /// The paths the layers diagram shows for five tokens and k = 3.
+    #[test]
+    fn the_diagram_s_paths_are_those_of_costs() {
+        let paths = costs(5, 64, 3).map(|(_, [_, _, path])| path);
+        assert_eq!(paths, [2, 4, 1]);
+        let out = run("sa-layers-diagram", &Device::flex());
+        assert_eq!(out.figures().len(), 1);
+    }
+
+    /// Exercise 3: the committed run's facts hold, and a run that does not
+    /// learn with offsets fails them.
+    #[test]
+    fn the_shaw_facts_hold_and_catch_a_failed_run() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../figures/pe-shaw.txt"
+        ))
+        .unwrap();
+        shaw_facts(&text).unwrap();
+        let stuck = "offsets clipped to ±0: loss 1.792\n\
+                     offsets clipped to ±5: loss 1.790\n";
+        assert!(shaw_facts(stuck).is_err());
     }
 }
