@@ -466,6 +466,33 @@ def case_j():
     })
 
 
+# ------------------------------------------------------------------ case k
+def case_k():
+    torch.manual_seed(17)
+    lstm = nn.LSTM(3, 4, num_layers=2)
+    X = torch.randn(5, 2, 3)  # (num_steps, batch_size, input_size)
+    params = {name: t(lstm._parameters[name]) for name in lstm._flat_weights_names}
+
+    def run(dt):
+        output, (h, c) = lstm.to(dt)(X.to(dt))
+        return output, h, c
+
+    r32 = [x.detach() for x in run(torch.float32)]
+    output, h, c = run(F64)
+    drift = max(maxdiff(a, b) for a, b in zip(r32, (output, h, c)))
+    write("lstm.json", {
+        "description": (
+            "torch.nn.LSTM(3, 4, num_layers=2) after torch.manual_seed(17), torch's own "
+            "initialisation, run from zero states on X = torch.randn(5, 2, 3) (num_steps, "
+            "batch_size, input_size). params: torch layouts (weight_ih_l{k} is (4h, in), gates "
+            "i, f, g, o). Outputs: output (5,2,4), the top layer's h at every step; h_n and "
+            "c_n (2,2,4), each layer's final hidden state and memory cell."),
+        "params": params, "X": t(X),
+        "output": t(output), "h_n": t(h), "c_n": t(c),
+        "f32_vs_f64_max_abs_diff": drift,
+    })
+
+
 # ------------------------------------------------------------------ case i
 def case_i():
     torch.manual_seed(11)
@@ -545,6 +572,11 @@ def cross_check():
 
 
 if __name__ == "__main__":
+    # Case letters as arguments (e.g. `k`) write only those files.
+    import sys
     torch.set_num_threads(1)
-    case_a(); case_b(); case_d(); case_f(); case_g(); case_h(); case_i(); case_j()
+    cases = {"a": case_a, "b": case_b, "d": case_d, "f": case_f, "g": case_g,
+             "h": case_h, "i": case_i, "j": case_j, "k": case_k}
+    for letter in sys.argv[1:] or cases:
+        cases[letter]()
     cross_check()

@@ -378,6 +378,92 @@ fn bad_states_and_devices_are_named() {
     assert!(message.contains("one state per layer"), "{message}");
 }
 
+/// Exercise 1's model: LSTM states carry h and c; the first query is the
+/// top layer's h (not c), the scaled dot product its exercise-2 sibling's
+/// score; a state of a GRU's width, or an `x` of another size, is named.
+#[test]
+fn lstm_states_carry_h_and_c_and_h_is_the_query() {
+    use d2l_attention::attention_scoring::{
+        AdditiveAttention, DotProductAttention, DotProductAttentionConfig,
+    };
+    use d2l_attention::rnn::{GruLayer, LstmLayer};
+
+    let device = Device::flex().autodiff(); // for `SeededInit`
+    let config = Seq2SeqConfig::new(10, 12, 8, 16, 2);
+    let x = ints((0..28).map(|i| i % 10).collect(), [4, 7], &device);
+    let lens = ValidLens::new(&[7, 3, 5, 1], &device);
+    let lstm: BahdanauModel<LstmLayer> =
+        config.init_variant(&device).map(&mut SeededInit(0));
+    let encoded = lstm.encoder.forward(x.clone(), None);
+    assert_eq!(encoded.state.dims(), [2, 4, 32]);
+    let state = lstm.decoder.init_state(encoded.clone(), Some(lens.clone()));
+    let decoded = lstm.decoder.forward(x.clone().narrow(1, 0, 1), state);
+    assert_eq!(decoded.state.hidden_state.dims(), [2, 4, 32]);
+    // The first step's weights are those of the top layer's h as query.
+    let top = encoded.state.clone().narrow(0, 1, 1).squeeze_dim::<2>(0);
+    let expect = |query: Tensor<2>, attention: &AdditiveAttention| {
+        let keys = encoded.outputs.clone();
+        let query = query.unsqueeze_dim(1);
+        attention.forward(query, keys.clone(), keys, Some(&lens))
+    };
+    let weights = decoded.attention[0].weights.clone();
+    let attention = &lstm.decoder.attention;
+    for (part, is_query) in [(0, true), (16, false)] {
+        let query = top.clone().narrow(1, part, 16);
+        let gap = (expect(query, attention).attention_weights
+            - weights.clone())
+        .abs()
+        .max()
+        .into_scalar::<f32>();
+        assert_eq!(gap < 1e-6, is_query, "part {part}: gap {gap}");
+    }
+    // The dot product: softmax of qᵀk / √16 over the valid keys.
+    let dot: BahdanauModel<GruLayer, DotProductAttention> =
+        config.init_variant(&device).map(&mut SeededInit(0));
+    let encoded = dot.encoder.forward(x.clone(), None);
+    let state = dot.decoder.init_state(encoded.clone(), Some(lens.clone()));
+    let decoded = dot.decoder.forward(x.clone().narrow(1, 0, 1), state);
+    let top = encoded.state.narrow(0, 1, 1).squeeze_dim::<2>(0);
+    let keys = encoded.outputs.narrow(1, 0, 7);
+    let plain = DotProductAttentionConfig::new().init().forward(
+        top.unsqueeze_dim(1),
+        keys.clone(),
+        keys,
+        Some(&lens),
+    );
+    let gap = (plain.attention_weights - decoded.attention[0].weights.clone())
+        .abs()
+        .max()
+        .into_scalar::<f32>();
+    assert!(gap < 1e-6, "dot product: gap {gap}");
+    // Wrong sizes are named.
+    let mut state = lstm
+        .decoder
+        .init_state(lstm.encoder.forward(x.clone(), None), None);
+    state.hidden_state = Tensor::zeros([2, 4, 16], &device);
+    let err = panic_message(|| {
+        lstm.decoder.forward(x.clone(), state);
+    });
+    assert!(err.contains("(2, 4, 32)"), "{err}");
+    let layer = &lstm.encoder.rnn.layers[0];
+    let err = panic_message(|| {
+        use d2l_attention::rnn::RnnLayer;
+        layer.step(
+            Tensor::zeros([4, 9], &device),
+            Tensor::zeros([4, 32], &device),
+        );
+    });
+    assert!(err.starts_with("`x` has shape [4, 9]"), "{err}");
+    let err = panic_message(|| {
+        use d2l_attention::rnn::RnnLayer;
+        layer.step(
+            Tensor::zeros([4, 8], &device),
+            Tensor::zeros([1, 32], &device),
+        );
+    });
+    assert!(err.starts_with("`state` has shape [1, 32]"), "{err}");
+}
+
 /// `train_batch` skips the padding past the longest source (for the keys)
 /// and target; the loss and the gradient stay those of the full batch.
 #[test]

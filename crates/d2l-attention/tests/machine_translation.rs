@@ -503,6 +503,41 @@ fn the_chapter_s_examples_and_model_size() {
     assert_eq!(tokens(&normalize_spaces(&text)).len(), 1);
 }
 
+/// The Bahdanau chapter's exercise 3: among the first 5000 pairs the three
+/// training examples still have one translation each, the reference;
+/// "he's calm ." is still missing, and 12 pairs' English has "calm" (7 of
+/// the first 600), among them "stay calm ." → "reste tranquille .".
+#[test]
+#[ignore = "needs the full corpus in D2L_DATA_DIR"]
+fn more_pairs_hold_more_calm_but_not_he_s_calm() {
+    use d2l_attention::listings::bahdanau::EXAMPLES;
+
+    let text = preprocess_nmt(&full_corpus());
+    let pairs = |n| {
+        let pairs = tokenize_nmt(&text, Some(n));
+        let join = |s: &Vec<String>| s.join(" ");
+        let sources = pairs.source.iter().map(join);
+        sources
+            .zip(pairs.target.iter().map(join))
+            .collect::<Vec<_>>()
+    };
+    let (few, many) = (pairs(600), pairs(5000));
+    let translations = |eng: &str| -> Vec<&str> {
+        let found = many.iter().filter(|(e, _)| e == eng);
+        found.map(|(_, f)| f.as_str()).collect()
+    };
+    for (eng, fra) in EXAMPLES {
+        let expected: &[&str] = if eng == "he's calm ." { &[] } else { &[fra] };
+        assert_eq!(translations(eng), expected, "{eng}");
+    }
+    let calm = |pairs: &[(String, String)]| {
+        let words = |e: &String| e.split(' ').any(|w| w == "calm");
+        pairs.iter().filter(|(e, _)| words(e)).count()
+    };
+    assert_eq!((calm(&few), calm(&many)), (7, 12));
+    assert!(translations("stay calm .").contains(&"reste tranquille ."));
+}
+
 /// The Performance appendix: the chapter's 600 sources have at most 5 tokens
 /// with `<eos>`, so at most 5 of the 10 key positions are ever attended.
 #[test]

@@ -1,6 +1,8 @@
 //! The Bahdanau encoder–decoder against PyTorch running d2l's code
 //! (tests/golden/seq2seq_attention.json): forward pass, masked loss,
-//! gradient norms, clipped gradients and two clipped Adam steps.
+//! gradient norms, clipped gradients and two clipped Adam steps; and the
+//! LSTM layers of the chapter's exercise 1 against `torch.nn.LSTM`
+//! (tests/golden/lstm.json).
 
 mod common;
 
@@ -14,7 +16,7 @@ use d2l_attention::bahdanau::{
     BahdanauModel, Seq2SeqAttentionDecoder, Seq2SeqEncoder,
 };
 use d2l_attention::machine_translation::Batch;
-use d2l_attention::rnn::{GruLayer, StackedGru};
+use d2l_attention::rnn::{GruLayer, LstmLayer, StackedGru, StackedLstm};
 use d2l_attention::seq2seq::{
     Decoder, Encoder, EncoderDecoder, TrainConfig, grad_clipping,
     masked_softmax_ce_loss, train_batch,
@@ -276,5 +278,64 @@ fn two_clipped_adam_steps_match_pytorch() {
         eprintln!(
             "{backend}: grad norms {norms:?} (PyTorch {torch_norms:?}), loss after two steps off by {worst:e}"
         );
+    }
+}
+
+/// torch's `nn.LSTM(3, 4, num_layers=2)` of case k, in our layout.
+fn lstm(params: &Value, device: &Device) -> StackedLstm {
+    let layers = (0..2)
+        .map(|l| {
+            let name = |kind: &str| format!("{kind}_l{l}");
+            let weights = |kind: &str| {
+                let (weight, bias) = (
+                    name(&format!("weight_{kind}")),
+                    name(&format!("bias_{kind}")),
+                );
+                linear(params, &weight, Some(&bias), device)
+            };
+            LstmLayer {
+                input: weights("ih"),
+                hidden: weights("hh"),
+            }
+        })
+        .collect();
+    StackedLstm {
+        layers,
+        dropout: DropoutConfig::new(0.0).init(),
+    }
+}
+
+#[test]
+fn lstm_layers_match_pytorch() {
+    let g = golden("lstm.json");
+    for (backend, device) in devices() {
+        let lstm = lstm(&g["params"], &device);
+        let x: Tensor<3> = float(&g["X"], &device);
+        let mut states = lstm.zero_states(2, &device);
+        let outputs: Vec<Tensor<2>> = x
+            .iter_dim(0)
+            .map(|x| lstm.step(x.squeeze_dim(0), &mut states))
+            .collect();
+        let states = Tensor::stack::<3>(states, 0); // (layers, batch, [h, c])
+        let worst = [
+            assert_close(
+                "output",
+                Tensor::stack::<3>(outputs, 0),
+                &g["output"],
+                1e-5,
+                1e-5,
+            ),
+            assert_close(
+                "h_n",
+                states.clone().narrow(2, 0, 4),
+                &g["h_n"],
+                1e-5,
+                1e-5,
+            ),
+            assert_close("c_n", states.narrow(2, 4, 4), &g["c_n"], 1e-5, 1e-5),
+        ]
+        .into_iter()
+        .fold(0.0, f64::max);
+        eprintln!("{backend}: LSTM worst |diff| {worst:.2e}");
     }
 }

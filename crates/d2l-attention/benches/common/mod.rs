@@ -4,7 +4,8 @@
 use std::time::Instant;
 
 use burn::tensor::Device;
-use d2l_attention::bahdanau::{BahdanauModel, Seq2SeqConfig};
+use d2l_attention::bahdanau::BahdanauModel;
+use d2l_attention::listings::bahdanau_exercises::chapter_config;
 use d2l_attention::machine_translation::NmtData;
 use d2l_attention::performance::median;
 use d2l_attention::transformer::{TransformerConfig, TransformerModel};
@@ -33,10 +34,7 @@ pub fn median_seconds(
 /// The Bahdanau chapter's model (d2l zh §10.4: embed 32, hidden 32, two
 /// layers, dropout 0.1) for `data`, on `device`.
 pub fn bahdanau(data: &NmtData, device: &Device) -> BahdanauModel {
-    let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
-    Seq2SeqConfig::new(src, tgt, 32, 32, 2)
-        .with_dropout(0.1)
-        .init(device)
+    chapter_config(data).init(device)
 }
 
 /// The Transformer chapter's model (d2l zh §10.7.6: 32 hidden, FFN 64,

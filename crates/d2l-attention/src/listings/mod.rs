@@ -17,6 +17,7 @@ use burn::tensor::Device;
 use crate::Svg;
 
 pub mod bahdanau;
+pub mod bahdanau_exercises;
 pub mod multihead;
 pub mod nw;
 pub mod performance;
@@ -109,6 +110,7 @@ pub fn all() -> Vec<Listing> {
         nw::LISTINGS,
         scoring::LISTINGS,
         bahdanau::LISTINGS,
+        bahdanau_exercises::LISTINGS,
         multihead::LISTINGS,
         self_attention::LISTINGS,
         transformer::LISTINGS,

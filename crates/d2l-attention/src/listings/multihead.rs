@@ -33,11 +33,11 @@ fn model_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
     let inputs = [(70, "queries"), (290, "keys"), (510, "values")]
         .map(|(x, text)| node(x, 430, 120, text));
     let mut figure = Diagram::new((700, 484)).label((350, 284), "…");
-    for (left, head) in [(30, "1"), (400, "h")] {
+    for (left, head) in [(20, "1"), (380, "h")] {
         let attention = node(
             left,
             250,
-            270,
+            300,
             &format!("scaled dot-product attention, head {head}"),
         );
         for (j, input) in inputs.iter().enumerate() {
@@ -53,7 +53,7 @@ fn model_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
         let x = attention.side('t').0;
         figure = figure.arrow(attention.side('t'), (x, 200)).node(attention);
     }
-    let concat = node(30, 160, 640, "concatenate the h heads' outputs");
+    let concat = node(20, 160, 660, "concatenate the h heads' outputs");
     let w_o = node(250, 80, 200, "W_{o}");
     let output = node(250, 10, 200, "output");
     let figure = figure
@@ -80,9 +80,10 @@ fn cost_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     for h in [1, 2, 8] {
         let layer = MultiHeadAttentionConfig::new(d, d, d, p_o, h).init(device);
         let parameters = layer.num_params();
-        // four projections of n tokens, then each head's n × n scores and
-        // weighted sums over its p_o / h features
-        let mult_adds = 4 * n * d * p_o + h * 2 * n * n * (p_o / h);
+        // n tokens through W_q, W_k, W_v (d → p_o) and W_o (p_o → p_o),
+        // then each head's n × n scores and weighted sums over its p_o / h
+        // features
+        let mult_adds = n * (3 * d + p_o) * p_o + h * 2 * n * n * (p_o / h);
         // h heads of p_o features each; W_o then takes h · p_o inputs
         let wide_parameters = 3 * d * h * p_o + h * p_o * p_o;
         let wide_mult_adds = n * wide_parameters + h * 2 * n * n * p_o;
@@ -371,7 +372,9 @@ mod tests {
 
     /// d2l's reason for p_q = p_o / h: the layer's parameters (burn's own
     /// count) and multiply-adds do not grow with the heads; h heads of
-    /// full width cost h times as much.
+    /// full width cost h times as much. The split layer's multiply-adds are
+    /// counted again from its weights' shapes and the shapes its forward
+    /// pass gives each head.
     #[test]
     fn splitting_the_width_keeps_the_cost_of_one_head() {
         let out = run("mha-cost", &Device::flex());
@@ -391,6 +394,29 @@ mod tests {
             assert_eq!(row[4], h * rows[0][4], "{row:?}");
         }
         assert_eq!(rows[0][1..3], rows[0][3..5], "h = 1: the same layer");
+        let device = Device::flex();
+        let (d, n) = (512, 128);
+        for row in &rows {
+            let h = row[0] as usize;
+            let layer =
+                MultiHeadAttentionConfig::new(d, d, d, 512, h).init(&device);
+            let linears = [&layer.w_q, &layer.w_k, &layer.w_v, &layer.w_o];
+            let projections: usize = linears
+                .into_iter()
+                .map(|linear| {
+                    n * linear.weight.dims().iter().product::<usize>()
+                })
+                .sum();
+            let x = randn([1, n, d], 7, &device);
+            // each head's queries: (heads, n, width)
+            let [heads, _, width] =
+                transpose_qkv(layer.w_q.forward(x.clone()), h).dims();
+            let weights = layer.forward(x.clone(), x.clone(), x, None);
+            let [_, _, queries, keys] = weights.attention_weights.dims();
+            // scores and weighted sums: queries × keys × width per head each
+            let attention = heads * 2 * queries * keys * width;
+            assert_eq!(row[2] as usize, projections + attention, "{row:?}");
+        }
         assert_eq!(run("mha-diagram", &Device::flex()).figures().len(), 1);
     }
 }

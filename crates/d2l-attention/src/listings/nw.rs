@@ -638,7 +638,8 @@ fn laplace_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
 
 /// What exercise 8's training prints on any machine: the loss falls at
 /// every epoch, w stays positive (a kernel that narrows around the query),
-/// and the test error ends below a third of average pooling's (0.494).
+/// and the test error ends below a third of the non-parametric Gaussian
+/// pooling's (0.494 at σ = 1).
 ///
 /// # Errors
 /// The first fact that fails, quoting the text.
@@ -854,7 +855,8 @@ mod tests {
     }
 
     /// Exercise 8: the committed run's facts hold, and a run whose loss
-    /// rises or whose test error stays near average pooling's fails them.
+    /// rises or whose test error stays near the non-parametric model's
+    /// fails them.
     #[test]
     fn the_laplace_facts_hold_and_catch_a_failed_run() {
         let text = std::fs::read_to_string(concat!(

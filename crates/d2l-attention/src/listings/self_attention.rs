@@ -92,10 +92,11 @@ fn matrix_form_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
 // ANCHOR: costs
 /// Multiply-adds, sequential steps and the longest path between two of
 /// n ≥ 2 tokens of size d (d2l zh §10.6.2) for a convolution of width
-/// k ≥ 2, a recurrent layer and self-attention. The paths are hops from
-/// the first token to the last: each convolution reaches k − 1 positions
-/// further, so ⌈(n − 1)/(k − 1)⌉ stacked layers, O(n/k); n − 1 recurrent
-/// steps; one attention.
+/// k ≥ 2, a recurrent layer and self-attention. The paths count what lies
+/// between the first token and the last: each convolution widens what an
+/// output reads by k − 1 positions, so ⌈(n − 1)/(k − 1)⌉ stacked layers
+/// before one output reads both, O(n/k); n − 1 recurrent steps; one
+/// attention.
 fn costs(n: usize, d: usize, k: usize) -> [(&'static str, [usize; 3]); 3] {
     [
         ("CNN", [k * n * d * d, 1, (n - 1).div_ceil(k - 1)]),
@@ -104,6 +105,20 @@ fn costs(n: usize, d: usize, k: usize) -> [(&'static str, [usize; 3]); 3] {
     ]
 }
 // ANCHOR_END: costs
+
+// ANCHOR: layer_reads
+/// The inputs that output `j` of one layer reads, over `n` tokens: for
+/// `panel` 0 a convolution of width 3 (no padding: the end outputs read
+/// two), 1 a recurrent layer (its own input; the previous output comes by
+/// the recurrence), 2 self-attention (every input).
+fn reads(panel: usize, j: usize, n: usize) -> std::ops::Range<usize> {
+    match panel {
+        0 => j.saturating_sub(1)..(j + 2).min(n),
+        1 => j..j + 1,
+        _ => 0..n,
+    }
+}
+// ANCHOR_END: layer_reads
 
 /// What one layer of each kind connects, over five tokens (d2l zh §10.6.2,
 /// fig. 10.6.1): a convolution of width 3, a recurrent layer, and
@@ -126,13 +141,7 @@ fn layers_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
             .map(|i| token(i, 30, &format!("y_{{{}}}", i + 1)))
             .collect();
         for (j, output) in outputs.iter().enumerate() {
-            // which inputs output j reads
-            let reads: Vec<usize> = match panel {
-                0 => (j.saturating_sub(1)..(j + 2).min(n)).collect(),
-                1 => vec![j],
-                _ => (0..n).collect(),
-            };
-            for i in reads {
+            for i in reads(panel, j, n) {
                 figure = figure.arrow(inputs[i].side('t'), output.side('b'));
             }
             if panel == 1 && j > 0 {
@@ -586,9 +595,35 @@ mod tests {
         );
     }
 
-    /// The paths the layers diagram shows for five tokens and k = 3.
+    /// Layers of the diagram's convolution (panel 0) or self-attention
+    /// (panel 2) stacked until one output reads all `n` inputs.
+    fn layers_until_one_output_reads_all(panel: usize, n: usize) -> usize {
+        // what each output of the stack so far reads: (first, last) input
+        let mut seen: Vec<(usize, usize)> = (0..n).map(|j| (j, j)).collect();
+        let mut layers = 0;
+        while !seen.contains(&(0, n - 1)) {
+            seen = (0..n)
+                .map(|j| {
+                    let below = reads(panel, j, n);
+                    (seen[below.start].0, seen[below.end - 1].1)
+                })
+                .collect();
+            layers += 1;
+        }
+        layers
+    }
+
+    /// The convolution's and self-attention's paths in `costs` are those of
+    /// the layers the diagram draws: the layers stacked until one output
+    /// reads the first token and the last (the recurrent layer's n − 1
+    /// steps are checked with the table).
     #[test]
     fn the_diagram_s_paths_are_those_of_costs() {
+        for n in 2..=40 {
+            let [(_, cnn), _, (_, sa)] = costs(n, 64, 3);
+            assert_eq!(cnn[2], layers_until_one_output_reads_all(0, n), "{n}");
+            assert_eq!(sa[2], layers_until_one_output_reads_all(2, n), "{n}");
+        }
         let paths = costs(5, 64, 3).map(|(_, [_, _, path])| path);
         assert_eq!(paths, [2, 4, 1]);
         let out = run("sa-layers-diagram", &Device::flex());

@@ -49,7 +49,7 @@ pub trait Encoder: Module + ModuleDisplay {
     ///
     /// let encoder = Seq2SeqConfig::new(10, 10, 8, 16, 2).init_encoder(&Device::flex());
     /// let encoded = encoder.forward(Tensor::<2, Int>::zeros([4, 7], &Device::flex()), None);
-    /// assert!(Seq2SeqEncoder::attention_maps(&encoded).is_empty());
+    /// assert!(<Seq2SeqEncoder as Encoder>::attention_maps(&encoded).is_empty());
     /// ```
     fn attention_maps(_output: &Self::Output) -> Vec<AttentionMap> {
         Vec::new()
