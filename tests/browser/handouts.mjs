@@ -71,7 +71,8 @@ async function open(url) {
   // Figures in the solutions just opened load now: wait until each
   // <object> has its document (a frame; file:// hides its content).
   const wanted = await page.evaluate(() => document.querySelectorAll("object").length);
-  const deadline = Date.now() + 15000;
+  // (generous: a slow machine's first print.html, 40 figures, took over 15 s)
+  const deadline = Date.now() + 60000;
   const frames = () => page.frames().filter((f) => f.url().endsWith(".svg"));
   // (an <object> starts loading at layout, so each turn asks for one)
   while (frames().length < wanted && Date.now() < deadline) {
@@ -80,7 +81,11 @@ async function open(url) {
   }
   await Promise.all(frames().map((f) => f.waitForLoadState("load")));
   if (frames().length < wanted) {
-    failed.push(`${url}: ${frames().length} of ${wanted} figures loaded`);
+    const loaded = new Set(frames().map((f) => path.basename(new URL(f.url()).pathname)));
+    const missing = (await page.evaluate(() =>
+      [...document.querySelectorAll("object")].map((o) => o.getAttribute("data"))))
+      .filter((data) => !loaded.has(path.basename(data)));
+    failed.push(`${url}: ${frames().length} of ${wanted} figures loaded; not: ${missing.join(", ")}`);
   }
 }
 
