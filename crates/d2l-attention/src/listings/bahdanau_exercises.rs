@@ -9,10 +9,10 @@ use burn::tensor::Device;
 
 use super::bahdanau::{EXAMPLES, MAX_FINAL_LOSS, check_translation};
 use super::{Check, Listing, Output, Progress};
-use crate::attention_scoring::DotProductAttention;
-use crate::bahdanau::{BahdanauModel, Seq2SeqConfig};
+use crate::attention_scoring::{AdditiveAttention, DotProductAttention};
+use crate::bahdanau::{BahdanauModel, DecoderAttention, Seq2SeqConfig};
 use crate::machine_translation::{Corpus, NmtData, bleu};
-use crate::rnn::{GruLayer, LstmLayer};
+use crate::rnn::{GruLayer, LstmLayer, RnnLayer};
 use crate::seq2seq::{
     Decoder, Encoder, EncoderDecoder, TrainConfig, predict_seq2seq,
     train_seq2seq,
@@ -90,28 +90,32 @@ fn fit<E: Encoder, D: Decoder<E::Output>>(
     }
     Ok(())
 }
+
+/// The chapter's run with recurrent layers `L` and attention `A`: its 600
+/// pairs, its seed, 250 epochs, printed by `fit`.
+fn fit_chapter<L: RnnLayer, A: DecoderAttention>(
+    device: &Device,
+    out: &mut Output,
+) -> anyhow::Result<()> {
+    let data = Corpus::load(None)?.training_data(10, 600)?;
+    let train_device = device.clone().autodiff();
+    train_device.seed(SEED);
+    let model: BahdanauModel<L, A> =
+        chapter_config(&data).init_variant(&train_device);
+    fit(model, &data, 250, device, out)
+}
 // ANCHOR_END: fit
 
 fn lstm_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: lstm
-    let data = Corpus::load(None)?.training_data(10, 600)?;
-    let train_device = device.clone().autodiff();
-    train_device.seed(SEED);
-    let model: BahdanauModel<LstmLayer> =
-        chapter_config(&data).init_variant(&train_device);
-    fit(model, &data, 250, device, out)?;
+    fit_chapter::<LstmLayer, AdditiveAttention>(device, out)?;
     // ANCHOR_END: lstm
     Ok(())
 }
 
 fn dot_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: dot
-    let data = Corpus::load(None)?.training_data(10, 600)?;
-    let train_device = device.clone().autodiff();
-    train_device.seed(SEED);
-    let model: BahdanauModel<GruLayer, DotProductAttention> =
-        chapter_config(&data).init_variant(&train_device);
-    fit(model, &data, 250, device, out)?;
+    fit_chapter::<GruLayer, DotProductAttention>(device, out)?;
     // ANCHOR_END: dot
     Ok(())
 }
