@@ -49,6 +49,60 @@ pub fn embed_figures(markdown: &str, root: &Path) -> anyhow::Result<String> {
     Ok(out)
 }
 
+/// `markdown` with a warning before the first place that shows one of the
+/// failed listing's files (`figures/NAME…`), or before the code block
+/// holding it: what failed, and that the output shown is from the last
+/// successful run. A page that shows none of its files is returned as it
+/// is.
+///
+/// # Examples
+/// ```
+/// use attention_book::Failure;
+/// use attention_book::embed::with_failure_notice;
+///
+/// let failure = Failure {
+///     listing: "nw-train".into(),
+///     message: "invalid `series`: series[0] point 3 is (4, NaN)".into(),
+///     kept: vec!["nw-train.txt".into(), "nw-loss.svg".into()],
+/// };
+/// let page = "Text.\n\n```text\n{{#include figures/nw-train.txt}}\n```\n";
+/// let html = with_failure_notice(page, &failure);
+/// assert!(html.starts_with("Text.\n\n<div class=\"warning\">"));
+/// assert!(html.contains("(4, NaN)"));
+/// assert!(html.ends_with("</div>\n\n```text\n{{#include figures/nw-train.txt}}\n```\n"));
+/// ```
+pub fn with_failure_notice(markdown: &str, failure: &crate::Failure) -> String {
+    let names: Vec<String> = std::iter::once(format!("{}.", failure.listing))
+        .chain(failure.kept.iter().cloned())
+        .map(|f| format!("figures/{f}"))
+        .collect();
+    let lines: Vec<&str> = markdown.split_inclusive('\n').collect();
+    let (mut fence, mut at) = (None, None);
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim_start().starts_with("```") {
+            fence = if fence.is_some() { None } else { Some(i) };
+        }
+        if names.iter().any(|n| line.contains(n.as_str())) {
+            at = Some(fence.unwrap_or(i));
+            break;
+        }
+    }
+    let Some(at) = at else {
+        return markdown.to_owned();
+    };
+    let notice = format!(
+        "<div class=\"warning\"><p><strong>The listing <code>{}</code> \
+         failed</strong> when this page was built: {}</p><p>The output and \
+         figures below are those of its last successful run.</p></div>\n\n",
+        escape(&failure.listing),
+        escape(&failure.message)
+    );
+    let mut out = lines[..at].concat();
+    out.push_str(&notice);
+    out.push_str(&lines[at..].concat());
+    out
+}
+
 /// (description, path) of a line that is only an image of an SVG figure.
 fn figure_of(line: &str) -> Option<(&str, &str)> {
     let rest = line.strip_prefix("![")?;

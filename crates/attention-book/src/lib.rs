@@ -111,17 +111,48 @@ pub struct Report {
     pub ran: Vec<String>,
     /// Listings that were up to date.
     pub skipped: Vec<String>,
+    /// Listings that failed (an error or a panic); their committed files
+    /// were left as they were.
+    pub failed: Vec<Failure>,
+}
+
+/// A listing that failed to run.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// The listing.
+    pub listing: String,
+    /// What went wrong, with its causes.
+    pub message: String,
+    /// Its files from the last successful run, left in place.
+    pub kept: Vec<String>,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}; ", self.message)?;
+        match self.kept.as_slice() {
+            [] => write!(f, "it has no files from an earlier run"),
+            kept => write!(
+                f,
+                "its files from the last successful run are left as they were: {}",
+                kept.join(", ")
+            ),
+        }
+    }
 }
 
 /// Brings `figures` up to date: runs each listing whose fingerprint changed
 /// (or every listing, with `force`) on `backend` and writes its files
 /// atomically; reports progress on stderr.
 ///
+/// A listing that fails (returns an error or panics) writes nothing: it is
+/// listed in [`Report::failed`] with its message and the committed files it
+/// leaves in place, its entry is removed from the manifest (so that it runs
+/// again next time), and the other listings still run.
+///
 /// # Errors
-/// When the backend is not compiled in (before anything is written), when
-/// `figures` cannot be created or written (naming the path), or when a listing fails (naming it). A
-/// failed listing's entry is removed from the manifest, so it runs again
-/// next time; files already written by other listings stay valid.
+/// When the backend is not compiled in (before anything is written), or
+/// when `figures` cannot be created or written (naming the path).
 pub fn render(
     listings: &[Listing],
     figures: &Path,
@@ -161,13 +192,20 @@ pub fn render(
             listing.name
         );
         let start = Instant::now();
-        manifest.remove(listing.name);
-        let result = run_one(listing, figures, &device, force);
-        let entry = match result {
+        let old = manifest.remove(listing.name);
+        let entry = match run_one(listing, figures, &device, force) {
             Ok(entry) => entry,
             Err(e) => {
+                let kept = old.map(|e| e.files).unwrap_or_default();
+                let failure = Failure {
+                    listing: listing.name.to_owned(),
+                    message: format!("{e:#}"),
+                    kept: kept.into_iter().map(|(name, _)| name).collect(),
+                };
+                eprintln!("[listings {}/{}] {failure}", i + 1, stale.len());
+                report.failed.push(failure);
                 write_manifest(figures, &manifest)?;
-                return Err(e);
+                continue;
             }
         };
         eprintln!(
@@ -200,7 +238,15 @@ fn run_one(
     device: &Device,
     force: bool,
 ) -> anyhow::Result<Vec<(String, String)>> {
-    let output = listing.execute(device)?;
+    let run = std::panic::AssertUnwindSafe(|| listing.execute(device));
+    let output = std::panic::catch_unwind(run).unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("(no message)");
+        bail!("listing `{}` panicked: {message}", listing.name)
+    })?;
     let mut files: Vec<(String, String)> = Vec::new();
     for (name, contents) in output.files(listing.name) {
         if files.iter().any(|(f, _)| *f == name) {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use attention_book::embed::embed_figures;
+use attention_book::embed::{embed_figures, with_failure_notice};
 use attention_book::{check, compare_folders, render};
 use clap::{Parser, Subcommand};
 use d2l_attention::BackendChoice;
@@ -100,11 +100,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let report = render(&select(&names)?, &figures, backend, force)?;
             eprintln!(
-                "{} listings run, {} up to date",
+                "{} listings run, {} up to date, {} failed",
                 report.ran.len(),
-                report.skipped.len()
+                report.skipped.len(),
+                report.failed.len()
             );
-            Ok(())
+            let failed: Vec<String> =
+                report.failed.iter().map(|f| f.to_string()).collect();
+            fail_on(&failed)
         }
         Some(Command::Check { figures, names }) => {
             let listings = select(&names)?;
@@ -138,11 +141,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 );
                 folder
             };
-            render(&listings::all(), &figures, backend, false)?;
+            // A failed listing leaves its committed files and a notice on
+            // its page; the rest of the book builds (mdbook serve goes on).
+            let report = render(&listings::all(), &figures, backend, false)?;
             let mut book = book;
             let mut failed = None;
             book.for_each_chapter_mut(|chapter| {
-                match embed_figures(&chapter.content, &ctx.root) {
+                let content = report
+                    .failed
+                    .iter()
+                    .fold(chapter.content.clone(), |page, f| {
+                        with_failure_notice(&page, f)
+                    });
+                match embed_figures(&content, &ctx.root) {
                     Ok(html) => chapter.content = html,
                     Err(e) => failed = Some(e.context(chapter.name.clone())),
                 }

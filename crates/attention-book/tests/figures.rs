@@ -8,7 +8,7 @@ use std::fmt::Write;
 use attention_book::compare::{Format, compare, report};
 use attention_book::fingerprint::fingerprint;
 use attention_book::{
-    check_output, content_hash, fix_hint, read_manifest, render,
+    MANIFEST, check_output, content_hash, fix_hint, read_manifest, render,
 };
 use burn::tensor::Device;
 use d2l_attention::BackendChoice;
@@ -305,26 +305,58 @@ fn render_skips_what_is_up_to_date_and_reruns_what_changed() {
     );
 }
 
+fn panics(_: &Device, out: &mut Output) -> anyhow::Result<()> {
+    writeln!(out, "half")?;
+    panic!("drawing went wrong")
+}
+
 #[test]
-fn a_failing_listing_stops_the_render_with_its_name_and_leaves_no_partial_file()
-{
+fn a_failing_listing_is_reported_by_name_writes_nothing_and_the_rest_runs() {
     let dir = tempfile::tempdir().unwrap();
     let bad = Listing::new("broken", file!(), broken);
-    let err = render(&[HELLO, bad], dir.path(), BackendChoice::Flex, false)
-        .unwrap_err();
-    let msg = format!("{err:#}");
-    assert!(
-        msg.contains("listing `broken` failed")
-            && msg.contains("the listing's own error"),
-        "{msg}"
+    let panicking = Listing::new("panics", file!(), panics);
+    let after = Listing::new("after", file!(), hello);
+    let listings = [HELLO, bad, panicking, after];
+    let report =
+        render(&listings, dir.path(), BackendChoice::Flex, false).unwrap();
+    assert_eq!(report.ran, ["hello", "after"]);
+    let failed: Vec<(&str, &str)> = report
+        .failed
+        .iter()
+        .map(|f| (f.listing.as_str(), f.message.as_str()))
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            ("broken", "listing `broken` failed: the listing's own error"),
+            ("panics", "listing `panics` panicked: drawing went wrong"),
+        ]
     );
     let mut files: Vec<String> = fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     files.sort();
-    assert_eq!(files, ["fingerprints.txt", "hello.txt"]);
+    assert_eq!(files, ["after.txt", "fingerprints.txt", "hello.txt"]);
     assert!(!read_manifest(dir.path()).contains_key("broken"));
+    // A listing that worked before and fails now keeps its committed file,
+    // and says so.
+    fs::write(dir.path().join("broken.txt"), "committed\n").unwrap();
+    let mut manifest = fs::read_to_string(dir.path().join(MANIFEST)).unwrap();
+    manifest.push_str("broken old broken.txt@0123456789abcdef\n");
+    fs::write(dir.path().join(MANIFEST), manifest).unwrap();
+    let report =
+        render(&[HELLO, bad], dir.path(), BackendChoice::Flex, false).unwrap();
+    assert_eq!(report.failed[0].kept, ["broken.txt"]);
+    assert!(
+        report.failed[0].to_string().ends_with(
+            "its files from the last successful run are left as they were: broken.txt"
+        ),
+        "{}",
+        report.failed[0]
+    );
+    let committed = fs::read_to_string(dir.path().join("broken.txt")).unwrap();
+    assert_eq!(committed, "committed\n");
 }
 
 #[test]

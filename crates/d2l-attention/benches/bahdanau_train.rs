@@ -120,7 +120,6 @@ fn run<E: Encoder, D: Decoder<E::Output>>(
         last.seconds,
         last.seconds / num_epochs as f64
     );
-    let model = model.valid();
     let mut total = 0.0;
     for (eng, fra) in EXAMPLES {
         let t = predict_seq2seq(

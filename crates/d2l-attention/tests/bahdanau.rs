@@ -10,7 +10,7 @@ use common::panic_message;
 use d2l_attention::attention_scoring::ValidLens;
 use d2l_attention::bahdanau::*;
 use d2l_attention::listings::bahdanau::train_facts;
-use d2l_attention::machine_translation::NmtData;
+use d2l_attention::machine_translation::{NmtData, Vocab};
 use d2l_attention::random::{rand, randn};
 use d2l_attention::seq2seq::*;
 
@@ -279,11 +279,13 @@ fn prediction_stops_and_its_weights_cover_the_valid_source() {
 fn a_saved_model_loads_back_identical() {
     let device = Device::flex();
     let config = Seq2SeqConfig::new(9, 9, 4, 8, 2);
+    let vocab = Vocab::new(&[vec!["a".to_string(); 2]], 0, &["<pad>"]);
+    let info = ModelInfo::new(&config, &vocab, &vocab);
     let model = config.init(&device);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nested/model.bpk");
-    save_model(&model, &path).unwrap();
-    let loaded = load_model(config.init(&device), &path).unwrap();
+    save_model(&model, &info, &path).unwrap();
+    let loaded = load_model(config.init(&device), &info, &path).unwrap();
     let x = ints(vec![1, 2, 3, 4, 5, 6], [2, 3], &device);
     let out = |m: &BahdanauModel| {
         m.forward(x.clone(), x.clone(), None)
@@ -295,7 +297,8 @@ fn a_saved_model_loads_back_identical() {
     // A file where the folder should be: an error that names it, nothing written.
     let blocker = dir.path().join("file");
     std::fs::write(&blocker, "x").unwrap();
-    let err = save_model(&model, &blocker.join("model.bpk")).unwrap_err();
+    let err =
+        save_model(&model, &info, &blocker.join("model.bpk")).unwrap_err();
     assert!(matches!(err, ModelFileError::CreateDir { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
@@ -304,10 +307,72 @@ fn a_saved_model_loads_back_identical() {
     // Its cause is kept, not flattened into the message.
     assert!(std::error::Error::source(&err).is_some());
     // A file that is not a model: an error that names it.
-    let err = load_model(config.init(&device), &blocker).unwrap_err();
-    assert!(matches!(err, ModelFileError::Load { .. }), "{err:?}");
-    assert!(std::error::Error::source(&err).is_some());
+    let err = load_model(config.init(&device), &info, &blocker).unwrap_err();
+    assert!(
+        matches!(err, ModelFileError::NotAModelFile { .. }),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains(&format!("`{}`", blocker.display()))
+    );
     assert_eq!(std::fs::read_to_string(&blocker).unwrap(), "x");
+    // A bare burnpack (as saved before model files carried their
+    // information) is not taken for one either.
+    model.clone().save_file(&blocker).unwrap();
+    let err = load_model(config.init(&device), &info, &blocker).unwrap_err();
+    assert!(
+        matches!(err, ModelFileError::NotAModelFile { .. }),
+        "{err:?}"
+    );
+}
+
+/// A model file made for another corpus (the same sizes, other tokens) or
+/// another configuration is refused, and the error says what differs.
+#[test]
+fn a_model_file_for_other_data_or_sizes_is_refused_saying_why() {
+    let device = Device::flex();
+    let words = |w: &[&str]| {
+        Vocab::new(&[w.iter().map(|t| t.to_string()).collect()], 0, &["<pad>"])
+    };
+    let (ours, theirs) = (words(&["va", "!"]), words(&["vas", "!"]));
+    assert_eq!(ours.len(), theirs.len());
+    let config = Seq2SeqConfig::new(ours.len(), ours.len(), 4, 8, 1);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("model.bpk");
+    let saved = ModelInfo::new(&config, &ours, &theirs);
+    save_model(&config.init(&device), &saved, &path).unwrap();
+    let info = ModelInfo::new(&config, &ours, &ours);
+    let err = load_model(config.init(&device), &info, &path).unwrap_err();
+    let ModelFileError::Mismatch { differences, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(differences.len(), 1, "{differences:?}");
+    let n = ours.len();
+    let expected = format!(
+        "the target vocabulary has {n} tokens (SHA-256 {}) in the file, {n} tokens (SHA-256 {}) here",
+        &saved.tgt_vocab.sha256[..12],
+        &info.tgt_vocab.sha256[..12]
+    );
+    assert_eq!(differences[0], expected);
+    assert!(err.to_string().starts_with(&format!(
+        "`{}` holds a model made for something else: ",
+        path.display()
+    )));
+    // Two layers where the file has one, and other dropout: both named.
+    let deeper = Seq2SeqConfig::new(n, n, 4, 8, 2).with_dropout(0.2);
+    let info = ModelInfo::new(&deeper, &ours, &theirs);
+    let err = load_model(deeper.init(&device), &info, &path).unwrap_err();
+    let ModelFileError::Mismatch { differences, .. } = err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(
+        differences,
+        [
+            "`dropout` is 0.0 in the file, 0.2 here",
+            "`num_layers` is 1 in the file, 2 here"
+        ]
+    );
 }
 
 #[test]

@@ -325,9 +325,11 @@ fn it_trains_predicts_saves_and_loads_like_any_seq2seq_model() {
         let t = predict_seq2seq(&model, "hi .", sv, tv, 5, &device).unwrap();
         assert_eq!(t.text, "salut !", "{backend}");
         let path = dir.path().join(format!("{backend}.bpk"));
-        save_model(&model, &path).unwrap();
-        let fresh = TransformerConfig::new(src, tgt).init(&device);
-        let loaded = load_model(fresh, &path).unwrap();
+        let model_config = TransformerConfig::new(src, tgt);
+        let info = ModelInfo::new(&model_config, sv, tv);
+        save_model(&model, &info, &path).unwrap();
+        let loaded = load_model(model_config.init(&device), &info, &path);
+        let loaded = loaded.unwrap();
         let again = predict_seq2seq(&loaded, "hi .", sv, tv, 5, &device);
         assert_eq!(again.unwrap().text, "salut !", "{backend}");
     }

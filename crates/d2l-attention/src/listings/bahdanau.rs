@@ -2,10 +2,9 @@
 
 use std::fmt::Write;
 
-use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor};
 
-use super::{Check, Listing, Output, Progress};
+use super::{Check, Listing, Output, Progress, load_or_train};
 use crate::bahdanau::*;
 use crate::machine_translation::{Corpus, NmtData, bleu, cache_dir};
 use crate::plot::{Diagram, Node};
@@ -81,9 +80,10 @@ fn model_path() -> std::path::PathBuf {
     cache_dir().join("bahdanau-fra-eng.bpk")
 }
 
-/// The chapter's trained model for `data` (the chapter's 600 pairs),
-/// loaded from where `bahdanau-train` saved it (trained first when it is
-/// not there).
+/// The chapter's trained model for `data` (the chapter's 600 pairs), in
+/// inference mode (`valid()`), loaded from where `bahdanau-train` saved it;
+/// trained first when the file is missing or was made for another
+/// configuration or corpus.
 ///
 /// # Errors
 /// When the training or loading fails.
@@ -91,12 +91,10 @@ pub fn trained_model(
     data: &NmtData,
     device: &Device,
 ) -> anyhow::Result<BahdanauModel> {
-    if !model_path().exists() {
-        train_demo(device, &mut Output::default())?;
-    }
     let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
-    let model = Seq2SeqConfig::new(src, tgt, 32, 32, 2).init(device);
-    Ok(load_model(model, &model_path())?)
+    let config = Seq2SeqConfig::new(src, tgt, 32, 32, 2).with_dropout(0.1);
+    let train = || train_demo(device, &mut Output::default());
+    load_or_train((&config, data), &model_path(), |c| c.init(device), train)
 }
 
 fn shapes_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
@@ -245,15 +243,15 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     train_device.seed(SEED); // initial weights and dropout masks
     let (src_vocab_size, tgt_vocab_size) =
         (data.src_vocab.len(), data.tgt_vocab.len());
-    let model = Seq2SeqConfig::new(
+    let model_config = Seq2SeqConfig::new(
         src_vocab_size,
         tgt_vocab_size,
         embed_size,
         num_hiddens,
         num_layers,
     )
-    .with_dropout(dropout)
-    .init(&train_device);
+    .with_dropout(dropout);
+    let model = model_config.init(&train_device);
     // lr 0.005, 250 epochs
     let config = TrainConfig::new().with_batch_size(batch_size);
     let mut progress = Progress::new(config.num_epochs)?;
@@ -279,10 +277,12 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         )?,
     );
     // ANCHOR: save
-    save_model(&model, &model_path())?;
+    // what it was made for: its configuration and vocabularies
+    let info = ModelInfo::new(&model_config, &data.src_vocab, &data.tgt_vocab);
+    save_model(&model, &info, &model_path())?;
     // ANCHOR_END: save
     // ANCHOR: translate
-    let model = model.valid(); // no dropout, no gradients
+    // predict_seq2seq switches to inference (no dropout) by itself
     let mut translation = None;
     for (eng, fra) in EXAMPLES {
         let t = predict_seq2seq(

@@ -81,7 +81,6 @@ fn fit<E: Encoder, D: Decoder<E::Output>>(
     })?;
     let last = progress.finish().pop().expect("at least one epoch");
     writeln!(out, "loss {:.3} after {} epochs", last.loss, last.epoch)?;
-    let model = model.valid();
     for (eng, fra) in EXAMPLES {
         let (src, tgt) = (&data.src_vocab, &data.tgt_vocab);
         let t = predict_seq2seq(&model, eng, src, tgt, 10, device)?;

@@ -28,6 +28,32 @@ pub mod transformer;
 pub mod transformer_exercises;
 pub mod transformer_training;
 
+/// A chapter's trained model for `data`, built by `init` from `config`, in
+/// inference mode (`valid()`): loaded from `path` when the file there was
+/// made for that configuration and data's vocabularies, else trained
+/// first by `train` (which saves it there) and then loaded.
+///
+/// # Errors
+/// When the training fails, or the file it saved still does not load.
+pub fn load_or_train<C: burn::config::Config, M: burn::module::Module>(
+    (config, data): (&C, &crate::machine_translation::NmtData),
+    path: &std::path::Path,
+    init: impl Fn(&C) -> M,
+    train: impl FnOnce() -> anyhow::Result<()>,
+) -> anyhow::Result<M> {
+    use crate::seq2seq::{ModelInfo, load_model};
+    let info = ModelInfo::new(config, &data.src_vocab, &data.tgt_vocab);
+    let model = match load_model(init(config), &info, path) {
+        Ok(model) => model,
+        Err(err) => {
+            eprintln!("{err}: training it again");
+            train()?;
+            load_model(init(config), &info, path)?
+        }
+    };
+    Ok(model.valid())
+}
+
 /// The progress bar of a training listing, which also keeps its epochs.
 pub struct Progress {
     bar: indicatif::ProgressBar,

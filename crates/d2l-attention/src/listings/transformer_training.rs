@@ -8,7 +8,7 @@ use burn::module::Module;
 use burn::tensor::{Device, Tensor};
 
 use super::bahdanau::{self, EXAMPLES, check_translation};
-use super::{Check, Listing, Output, Progress};
+use super::{Check, Listing, Output, Progress, load_or_train};
 use crate::bahdanau::Seq2SeqConfig;
 use crate::machine_translation::{Corpus, NmtData, bleu, cache_dir};
 use crate::plot::LineStyle;
@@ -56,14 +56,14 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let data = corpus.training_data(num_steps, 600)?;
     let train_device = device.clone().autodiff();
     train_device.seed(SEED); // initial weights and dropout masks
-    let model =
+    let model_config =
         TransformerConfig::new(data.src_vocab.len(), data.tgt_vocab.len())
             .with_num_hiddens(num_hiddens)
             .with_ffn_num_hiddens(ffn_num_hiddens)
             .with_num_heads(num_heads)
             .with_num_layers(num_layers)
-            .with_dropout(dropout)
-            .init(&train_device);
+            .with_dropout(dropout);
+    let model = model_config.init(&train_device);
     let config = TrainConfig::new() // lr 0.005
         .with_batch_size(batch_size)
         .with_num_epochs(num_epochs);
@@ -79,7 +79,8 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         "loss {:.3} after {} epochs on {backend}",
         last.loss, last.epoch
     )?;
-    save_model(&model, &model_path())?;
+    let info = ModelInfo::new(&model_config, &data.src_vocab, &data.tgt_vocab);
+    save_model(&model, &info, &model_path())?;
     // ANCHOR_END: train
     let x: Vec<f64> = epochs.iter().map(|e| e.epoch as f64).collect();
     let y: Vec<f64> = epochs.iter().map(|e| e.loss).collect();
@@ -91,7 +92,6 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         )?,
     );
     // ANCHOR: translate
-    let model = model.valid(); // no dropout, no gradients
     let mut translation = None;
     for (eng, fra) in EXAMPLES {
         let t = predict_seq2seq(
@@ -195,19 +195,18 @@ fn heatmaps(
     Ok(())
 }
 
-/// The chapter's trained model for `data` (d2l's 600 pairs), loaded from
-/// where `transformer-train` saved it (trained first when it is not
-/// there).
+/// The chapter's trained model for `data` (d2l's 600 pairs), in inference
+/// mode (`valid()`), loaded from where `transformer-train` saved it;
+/// trained first when the file is missing or was made for another
+/// configuration or corpus.
 pub fn trained_model(
     data: &NmtData,
     device: &Device,
 ) -> anyhow::Result<TransformerModel> {
-    if !model_path().exists() {
-        train_demo(device, &mut Output::default())?;
-    }
     let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
-    let model = TransformerConfig::new(src, tgt).init(device);
-    Ok(load_model(model, &model_path())?)
+    let config = TransformerConfig::new(src, tgt); // d2l's sizes, as trained
+    let train = || train_demo(device, &mut Output::default());
+    load_or_train((&config, data), &model_path(), |c| c.init(device), train)
 }
 
 /// The sentence that every run we made translated exactly (BLEU 1): with

@@ -7,7 +7,9 @@ use std::ops::Range;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::prelude::*;
 
-use super::svg::{escape, prepend, text_scale, value};
+use super::svg::{
+    escape, labels_width, prepend, scientific, text_scale, value,
+};
 use super::{
     Cmap, FONT, LABEL_FONT, PlotError, Svg, TICK_FONT, draw_err, integer_ticks,
     invalid, pixels, tick_label,
@@ -49,6 +51,18 @@ impl Areas {
             colorbar: px(78.0),
             colorbar_labels: px(44.0),
         }
+    }
+
+    /// The areas with the colorbar's label area wide enough for `labels`
+    /// (long only for extreme scales: `1.025e17`), the bar kept as wide.
+    fn fitting(mut self, labels: &[String]) -> Self {
+        let needed = (labels_width(labels, TICK_FONT * self.scale)
+            + 8.0 * self.scale)
+            .ceil() as u32;
+        let extra = needed.saturating_sub(self.colorbar_labels);
+        self.colorbar_labels += extra;
+        self.colorbar += extra;
+        self
     }
 }
 
@@ -230,7 +244,11 @@ pub fn show_heatmaps(
     }
     let (vmin, vmax) = color_range(&values);
 
-    let areas = Areas::new(width);
+    let ticks: Vec<String> = value_ticks(vmin, vmax)
+        .into_iter()
+        .map(|v| colorbar_label(v, (vmin, vmax)))
+        .collect();
+    let areas = Areas::new(width).fitting(&ticks);
     let row_titles = values.len() > CELL_TITLES_MAX;
 
     let mut svg = String::new();
@@ -341,14 +359,16 @@ fn unravel(mut i: usize, dims: [usize; 4]) -> [usize; 4] {
 }
 
 /// The shared colour scale; a constant input gets a unit-wide scale around
-/// its value.
+/// its value, or ±5 % of it where ±0.5 would be lost to rounding (from
+/// 2⁵³ up).
 fn color_range(values: &[f64]) -> (f64, f64) {
     let vmin = values.iter().copied().fold(f64::INFINITY, f64::min);
     let vmax = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     if vmax > vmin {
         (vmin, vmax)
     } else {
-        (vmin - 0.5, vmax + 0.5)
+        let half = (vmin.abs() * 0.05).max(0.5);
+        (vmin - half, vmax + half)
     }
 }
 
@@ -553,6 +573,16 @@ impl Ranged for ValueAxis {
     }
 }
 
+/// A colorbar tick's label: four decimals, or scientific notation where
+/// four decimals cannot tell the ticks of a scale narrower than 1e-3 apart.
+fn colorbar_label(v: f64, (vmin, vmax): (f64, f64)) -> String {
+    if vmax - vmin < 1e-3 {
+        scientific(v)
+    } else {
+        tick_label(v)
+    }
+}
+
 /// Round ticks within `lo..=hi`: the widest step of 1, 2, 2.5 or 5 times a
 /// power of ten that still gives at least three ticks.
 fn value_ticks(lo: f64, hi: f64) -> Vec<f64> {
@@ -600,7 +630,7 @@ fn draw_colorbar<DB: DrawingBackend>(
             Rectangle::new([(0.0, lo), (1.0, lo + step)], color.filled())
         }))
         .map_err(draw_err)?;
-    let fmt = |v: &f64| tick_label(*v);
+    let fmt = |v: &f64| colorbar_label(*v, (vmin, vmax));
     chart
         .configure_secondary_axes()
         .x_labels(0)

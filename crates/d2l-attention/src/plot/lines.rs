@@ -6,7 +6,7 @@ use plotters::prelude::*;
 
 use super::legend::{GAP, Legend, Place, Swatch, stroke};
 use super::scale::{Scale, ScaleAxis};
-use super::svg::{append, escape, text_scale, value};
+use super::svg::{append, escape, labels_width, text_scale, value};
 use super::{
     FONT, LABEL_FONT, PLOTTERS_PT, PlotError, Svg, TICK_FONT, draw_err,
     invalid, pixels,
@@ -40,6 +40,9 @@ enum Mark {
     Line(Option<LineStyle>),
     Points,
 }
+
+/// How many ticks the y axis asks for.
+const Y_LABELS: usize = 6;
 
 /// One data series of a [`plot`]: a line or a set of scatter points.
 ///
@@ -382,7 +385,16 @@ pub fn plot(series: &[Series], axes: &Axes) -> Result<Svg, PlotError> {
     let y_axis = ScaleAxis::fit(axes.ylim, ys, 0.05, axes.yscale)?;
     let looks = looks(series);
     let legend = legend(series, &looks, scale);
-    let (x_area, y_area) = ((40.0 * scale) as u32, (50.0 * scale) as u32);
+    // The y axis' tick labels and its description: wider for long labels
+    // (an extreme scale's `1.04e17`).
+    let y_ticks: Vec<String> = y_axis
+        .key_points(Y_LABELS)
+        .into_iter()
+        .map(|v| y_axis.label(v))
+        .collect();
+    let y_labels_px = labels_width(&y_ticks, TICK_FONT * scale);
+    let y_area = (50.0 * scale).max(y_labels_px + 22.0 * scale) as u32;
+    let x_area = (40.0 * scale) as u32;
     let axes_px = (
         width.saturating_sub(20 + y_area).max(1) as f64,
         height.saturating_sub(20 + x_area).max(1) as f64,
@@ -417,7 +429,7 @@ pub fn plot(series: &[Series], axes: &Axes) -> Result<Svg, PlotError> {
         chart
             .configure_mesh()
             .x_labels(6)
-            .y_labels(6)
+            .y_labels(Y_LABELS)
             .x_label_formatter(&x_fmt)
             .y_label_formatter(&y_fmt)
             .light_line_style(WHITE)
@@ -617,8 +629,12 @@ fn check_series(series: &[Series], axes: &Axes) -> Result<(), PlotError> {
         return Err(invalid("series", "no series to draw"));
     }
     for (i, s) in series.iter().enumerate() {
+        let name = match &s.label {
+            Some(label) => format!("series[{i}] (\"{label}\")"),
+            None => format!("series[{i}]"),
+        };
         let bad =
-            |reason: String| invalid("series", format!("series[{i}] {reason}"));
+            |reason: String| invalid("series", format!("{name} {reason}"));
         if s.x.is_empty() || s.x.len() != s.y.len() {
             return Err(bad(format!(
                 "has {} x and {} y values",
@@ -629,7 +645,10 @@ fn check_series(series: &[Series], axes: &Axes) -> Result<(), PlotError> {
         if let Some(j) =
             (0..s.x.len()).find(|&j| !s.x[j].is_finite() || !s.y[j].is_finite())
         {
-            return Err(bad(format!("point {j} is ({}, {})", s.x[j], s.y[j])));
+            return Err(bad(format!(
+                "point {j} is ({}, {}), not finite (the first such point: where a loss curve has diverged, say)",
+                s.x[j], s.y[j]
+            )));
         }
         let log = |scale: Scale, v: f64| scale == Scale::Log && v <= 0.0;
         if let Some(j) = (0..s.x.len())
@@ -710,7 +729,7 @@ mod tests {
             ),
             (
                 vec![Series::points(&[0.0, 1.0], &[1.0, f64::NAN])],
-                "invalid `series`: series[0] point 1 is (1, NaN)",
+                "invalid `series`: series[0] point 1 is (1, NaN), not finite (the first such point: where a loss curve has diverged, say)",
             ),
             (
                 vec![Series::points(&[0.0], &[1.0]).alpha(2.0)],

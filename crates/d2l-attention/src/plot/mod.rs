@@ -171,8 +171,11 @@ fn integer_ticks(n: usize) -> Vec<f64> {
 }
 
 /// Formats a tick value with at most four decimals and no trailing zeros:
-/// `1`, `2.5`, `0.05`.
+/// `1`, `2.5`, `0.05`; from 1e15 up, in scientific notation (`1e17`).
 fn tick_label(v: f64) -> String {
+    if v.abs() >= 1e15 {
+        return svg::scientific(v);
+    }
     let s = format!("{v:.4}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     if s == "-0" {
@@ -205,6 +208,7 @@ mod tests {
         assert_eq!(tick_label(20.0), "20");
         assert_eq!(tick_label(2.5), "2.5");
         assert_eq!(tick_label(-1.0), "-1");
+        assert_eq!(tick_label(1e17), "1e17");
     }
 
     #[test]

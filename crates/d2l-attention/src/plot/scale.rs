@@ -81,15 +81,16 @@ impl ScaleAxis {
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
                 (a.min(v), b.max(v))
             });
-        let (lo, hi) = if hi > lo {
-            let p = (hi - lo) * pad;
-            (lo - p, hi + p)
-        } else {
-            (lo - 0.5, hi + 0.5)
+        let (lo, hi) = padded(lo, hi, pad);
+        // Ends that a figure can use: finite, and positive on a log axis
+        // (10^lo underflows to 0 below about 1e-324).
+        let smallest = match scale {
+            Scale::Linear => -f64::MAX,
+            Scale::Log => f64::from_bits(1),
         };
         Ok(ScaleAxis {
-            lo: from(lo),
-            hi: from(hi),
+            lo: from(lo).max(smallest),
+            hi: from(hi).min(f64::MAX),
             scale,
             ticks: None,
         })
@@ -108,12 +109,46 @@ impl ScaleAxis {
         self
     }
 
-    /// Where `v` falls between the axis' ends: 0 at `lo`, 1 at `hi`.
+    /// Where `v` falls between the axis' ends: 0 at `lo`, 1 at `hi`. Halves
+    /// (exact in binary) keep differences of extremes finite; a log axis
+    /// wider than f64's range of ratios takes the difference of logarithms.
     pub(super) fn fraction(&self, v: f64) -> f64 {
+        let (lo, hi) = (self.lo, self.hi);
         match self.scale {
-            Scale::Linear => (v - self.lo) / (self.hi - self.lo),
-            Scale::Log => (v / self.lo).ln() / (self.hi / self.lo).ln(),
+            Scale::Linear => (v / 2.0 - lo / 2.0) / (hi / 2.0 - lo / 2.0),
+            Scale::Log if (hi / lo).is_finite() => {
+                (v / lo).ln() / (hi / lo).ln()
+            }
+            Scale::Log => (v.ln() - lo.ln()) / (hi.ln() - lo.ln()),
         }
+    }
+
+    /// The power of ten that linear ticks are computed in units of: 1,
+    /// unless the axis reaches beyond 1e15 or is narrower than 1e-12, where
+    /// plotters' tick search, written for ordinary ranges, would overflow,
+    /// loop or give one tick. Such axes are labelled in scientific notation.
+    fn unit(&self) -> f64 {
+        let big = self.lo.abs().max(self.hi.abs());
+        let narrow = self.hi / 2.0 - self.lo / 2.0 < 0.5e-12;
+        if big > 1e15 || (narrow && big > 0.0) {
+            // 1e-323 is the smallest power of ten f64 holds (subnormal)
+            10f64.powi((big.log10().floor() as i32).max(-323))
+        } else {
+            1.0
+        }
+    }
+}
+
+/// `lo..hi` widened by `pad` of its width on each side; a single value
+/// by 0.5, or by 5 % of its size where 0.5 would be lost to rounding.
+fn padded(lo: f64, hi: f64, pad: f64) -> (f64, f64) {
+    if hi > lo {
+        // the width halved, so that it stays finite for any finite ends
+        let p = (hi / 2.0 - lo / 2.0) * (2.0 * pad);
+        (lo - p, hi + p)
+    } else {
+        let p = (lo.abs() * 0.05).max(0.5);
+        (lo - p, hi + p)
     }
 }
 
@@ -131,8 +166,15 @@ impl Ranged for ScaleAxis {
             return ticks.clone();
         }
         match self.scale {
-            Scale::Linear => {
+            Scale::Linear if self.unit() == 1.0 => {
                 RangedCoordf64::from(self.lo..self.hi).key_points(hint)
+            }
+            Scale::Linear => {
+                let unit = self.unit();
+                let range = self.lo / unit..self.hi / unit;
+                let ticks = RangedCoordf64::from(range).key_points(hint);
+                let inside = |v: &f64| (self.lo..=self.hi).contains(v);
+                ticks.into_iter().map(|t| t * unit).filter(inside).collect()
             }
             Scale::Log => log_ticks(self.lo, self.hi),
         }
@@ -177,7 +219,9 @@ impl ScaleAxis {
     /// significant digits on a log axis (whose ticks may be tiny).
     pub(super) fn label(&self, v: f64) -> String {
         match self.scale {
+            Scale::Linear if self.unit() != 1.0 => super::svg::scientific(v),
             Scale::Linear => super::tick_label(v),
+            Scale::Log if v < 1e-8 => super::svg::scientific(v),
             Scale::Log => super::svg::value(v),
         }
     }

@@ -70,6 +70,14 @@ pub(super) fn text_scale(width: u32) -> f64 {
     (width as f64 / PRINT_WIDTH).max(1.0)
 }
 
+/// About how many pixels the widest of `labels` takes at plotters' font
+/// size `font` (a digit of a sans-serif font is 0.55 to 0.6 of its size;
+/// the rest is room for a minus sign or an `e`).
+pub(super) fn labels_width(labels: &[String], font: f64) -> f64 {
+    let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    widest as f64 * 0.65 * font / super::PLOTTERS_PT
+}
+
 /// `text` with `&`, `<`, `>` and `"` escaped, for SVG and HTML text and
 /// attribute values.
 ///
@@ -87,10 +95,13 @@ pub fn escape(text: &str) -> String {
 }
 
 /// A value for a hover title: four significant digits, no trailing zeros
-/// after the decimal point.
+/// after the decimal point; from 1e15 up, in scientific notation.
 pub(crate) fn value(v: f64) -> String {
     if v == 0.0 {
         return "0".to_owned();
+    }
+    if v.abs() >= 1e15 {
+        return scientific(v);
     }
     if v == v.round() && v.abs() < 1e6 {
         return format!("{v:.0}");
@@ -103,6 +114,22 @@ pub(crate) fn value(v: f64) -> String {
         &s
     };
     if s == "-0" { "0" } else { s }.to_owned()
+}
+
+/// `v` in scientific notation with four significant digits and no
+/// trailing zeros: `1e308`, `-2.5e-310`.
+pub(crate) fn scientific(v: f64) -> String {
+    if v == 0.0 {
+        return "0".to_owned();
+    }
+    let s = format!("{v:.3e}");
+    let (mantissa, exponent) = s.split_once('e').expect("`e` format");
+    let mantissa = if mantissa.contains('.') {
+        mantissa.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        mantissa
+    };
+    format!("{mantissa}e{exponent}")
 }
 
 /// Puts `fragment` into `svg` just before its closing tag (on top of
@@ -173,6 +200,16 @@ mod tests {
         assert_eq!(value(-12.5), "-12.5");
         assert_eq!(value(-0.00001), "-0.00001");
         assert_eq!(value(1234.567), "1235");
+        assert_eq!(value(1e17), "1e17");
+        assert_eq!(value(-f64::MAX), "-1.798e308");
+    }
+
+    #[test]
+    fn scientific_keeps_four_significant_digits() {
+        assert_eq!(scientific(1e308), "1e308");
+        assert_eq!(scientific(-2.5e-310), "-2.5e-310");
+        assert_eq!(scientific(123456.0), "1.235e5");
+        assert_eq!(scientific(0.0), "0");
     }
 
     #[test]

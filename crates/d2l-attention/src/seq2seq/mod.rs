@@ -4,15 +4,17 @@
 //! loop, greedy prediction, and saving and loading a model.
 
 mod model;
+mod model_file;
 mod predict;
 mod train;
 
 pub use model::{
     AttentionKind, AttentionMap, Decoded, Decoder, Encoder, EncoderDecoder,
 };
-pub use predict::{
-    ModelFileError, Translation, load_model, predict_seq2seq, save_model,
+pub use model_file::{
+    ModelFileError, ModelInfo, VocabId, load_model, save_model,
 };
+pub use predict::{Translation, predict_seq2seq};
 pub use train::{
     Epoch, Step, TrainConfig, evaluate_loss, train_batch, train_seq2seq,
     train_seq2seq_with_validation,

@@ -1,14 +1,9 @@
-//! Greedy translation (d2l zh §9.7.5), and saving and loading a trained
-//! model.
-
-use std::path::{Path, PathBuf};
+//! Greedy translation (d2l zh §9.7.5).
 
 use burn::module::Module;
-use burn::store::RecordError;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use super::*;
-use crate::files::{WriteError, write_atomic};
 use crate::machine_translation::{Vocab, truncate_pad};
 
 /// A translation and where the decoder looked while writing it.
@@ -23,11 +18,8 @@ use crate::machine_translation::{Vocab, truncate_pad};
 /// let device = Device::flex().autodiff();
 /// let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
 /// let model = Seq2SeqConfig::new(src, tgt, 4, 8, 1).init(&device);
-/// use burn::module::Module;
 /// use d2l_attention::seq2seq::predict_seq2seq;
 ///
-/// let model = model.valid();
-/// let device = Device::flex();
 /// let t = predict_seq2seq(&model, "go .", &data.src_vocab, &data.tgt_vocab, 5, &device).unwrap();
 /// // One map: Bahdanau's encoder–decoder attention.
 /// assert_eq!(t.attention.len(), 1);
@@ -113,15 +105,26 @@ fn join_steps(steps: Vec<Vec<AttentionMap>>) -> Vec<AttentionMap> {
 /// padded to `num_steps`; the decoder starts from `<bos>` and feeds each
 /// most likely token back in until it writes `<eos>` or `num_steps` tokens.
 ///
-/// `model` should be an inference copy (`model.valid()`) on `device`, so
-/// that no dropout applies. A source longer than `num_steps - 1` tokens is
-/// cut to `num_steps` with no `<eos>`. Each step reads the chosen token
-/// back from the device: greedy decoding cannot go on without it.
+/// Prediction always runs in inference mode, whatever mode `model` was left
+/// in: it uses `model.valid()` (no dropout, no gradients) on the plain form
+/// of `device` (`device.inner()`), so a model fresh from
+/// [`train_seq2seq`], or one after `.valid().train()`, translates exactly as
+/// its inference copy does. `device` is where `model` lives, plain or
+/// autodiff (burn's device equality ignores autodiff); the source is built
+/// there. Taking the inference copy here, rather than accepting only a model
+/// the caller made with `valid()`, leaves nothing for the caller to
+/// remember. Forgetting it gave d2l's Transformer dropout in prediction
+/// (d2l-en issue #1484); d2l-en pull request #1528 (A. Dagar) fixed it the
+/// same way, with `net.eval()` inside d2l's `predict_seq2seq`.
+///
+/// A source longer than `num_steps - 1` tokens is cut to `num_steps` with
+/// no `<eos>`. Each step reads the chosen token back from the device:
+/// greedy decoding cannot go on without it.
 ///
 /// # Errors
-/// [`Seq2SeqError::Invalid`] when `num_steps` is 0 or a vocabulary is
-/// larger than the model's (`src_vocab` than the encoder's embedding,
-/// `tgt_vocab` than the decoder's output layer).
+/// [`Seq2SeqError::Invalid`] when `num_steps` is 0, a vocabulary is larger
+/// than the model's (`src_vocab` than the encoder's embedding, `tgt_vocab`
+/// than the decoder's output layer), or `model` does not live on `device`.
 ///
 /// # Examples
 /// ```
@@ -132,15 +135,20 @@ fn join_steps(steps: Vec<Vec<AttentionMap>>) -> Vec<AttentionMap> {
 /// let data = NmtData::new(&"go .\tva !\nhi .\tsalut !\n".repeat(2), 5, 4).unwrap();
 /// let device = Device::flex().autodiff();
 /// let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
-/// let model = Seq2SeqConfig::new(src, tgt, 4, 8, 1).init(&device);
-/// use burn::module::Module;
+/// let model = Seq2SeqConfig::new(src, tgt, 4, 8, 1).with_dropout(0.2).init(&device);
 /// use d2l_attention::seq2seq::{TrainConfig, predict_seq2seq, train_seq2seq};
 ///
 /// let config = TrainConfig::new().with_num_epochs(60).with_batch_size(4).with_lr(0.05);
-/// let model = train_seq2seq(model, &data, &config, &device, |_| {}).unwrap().valid();
-/// let device = Device::flex();
-/// let t = predict_seq2seq(&model, "hi .", &data.src_vocab, &data.tgt_vocab, 5, &device).unwrap();
-/// assert_eq!(t.text, "salut !");
+/// let model = train_seq2seq(model, &data, &config, &device, |_| {}).unwrap();
+/// // Straight from training, dropout on: prediction switches it off itself,
+/// // and translates as the inference copy does on the plain device.
+/// let (src, tgt) = (&data.src_vocab, &data.tgt_vocab);
+/// let t = predict_seq2seq(&model, "hi .", src, tgt, 5, &device).unwrap();
+/// use burn::module::Module;
+/// let copy = predict_seq2seq(&model.valid(), "hi .", src, tgt, 5, &Device::flex()).unwrap();
+/// assert_eq!(t.text, copy.text);
+/// let weights = |t: &d2l_attention::seq2seq::Translation| t.attention[0].weights.clone().into_data();
+/// assert_eq!(weights(&t), weights(&copy));
 /// ```
 // ANCHOR: predict
 pub fn predict_seq2seq<E: Encoder, D: Decoder<E::Output>>(
@@ -152,6 +160,8 @@ pub fn predict_seq2seq<E: Encoder, D: Decoder<E::Output>>(
     device: &Device,
 ) -> Result<Translation, Seq2SeqError> {
     check_vocabs(model, src_vocab, tgt_vocab, num_steps)?;
+    check_device(model, device)?;
+    let (model, device) = (model.valid(), &device.clone().inner());
     let lowercase = src_sentence.to_lowercase();
     let mut src_tokens: Vec<usize> =
         lowercase.split(' ').map(|t| src_vocab.index(t)).collect();
@@ -222,108 +232,18 @@ fn check_vocabs<E: Encoder, D: Decoder<E::Output>>(
     Ok(())
 }
 
-/// Why a model could not be saved or loaded.
-///
-/// # Examples
-/// ```
-/// use burn::tensor::Device;
-/// use d2l_attention::bahdanau::Seq2SeqConfig;
-/// use d2l_attention::seq2seq::{ModelFileError, load_model};
-///
-/// let model = Seq2SeqConfig::new(10, 10, 4, 8, 1).init(&Device::flex());
-/// let err = load_model(model, "no/such/model.bpk".as_ref()).unwrap_err();
-/// assert!(matches!(err, ModelFileError::Load { .. }));
-/// assert_eq!(err.to_string(), "cannot load a model from `no/such/model.bpk`");
-/// ```
-#[derive(Debug, thiserror::Error)]
-pub enum ModelFileError {
-    /// The folder for the file could not be made.
-    #[error("cannot create the folder `{}`", path.display())]
-    CreateDir {
-        /// The folder.
-        path: PathBuf,
-        /// What the operating system said.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The parameters could not be encoded.
-    #[error("cannot encode the model's parameters")]
-    Encode(#[source] RecordError),
-    /// The file could not be written.
-    #[error(transparent)]
-    Write(#[from] WriteError),
-    /// The file could not be read, or does not fit the model.
-    #[error("cannot load a model from `{}`", path.display())]
-    Load {
-        /// The file.
-        path: PathBuf,
-        /// What burn said.
-        #[source]
-        source: RecordError,
-    },
-}
-
-/// Saves `model`'s parameters as a burnpack file at `path`, atomically
-/// (the folder is created if needed).
-///
-/// # Errors
-/// [`ModelFileError`] naming the folder or file that could not be made.
-///
-/// # Examples
-/// ```
-/// # use burn::tensor::Device;
-/// # use d2l_attention::bahdanau::Seq2SeqConfig;
-/// use d2l_attention::seq2seq::{load_model, save_model};
-///
-/// let device = Device::flex();
-/// let model = Seq2SeqConfig::new(10, 10, 4, 8, 1).init(&device);
-/// let dir = tempfile::tempdir().unwrap();
-/// let path = dir.path().join("models").join("tiny.bpk");
-/// save_model(&model, &path).unwrap();
-/// // It loads back into a model of the same configuration.
-/// let fresh = Seq2SeqConfig::new(10, 10, 4, 8, 1).init(&device);
-/// let loaded = load_model(fresh, &path).unwrap();
-/// let weight = |m: &d2l_attention::bahdanau::BahdanauModel| m.decoder.dense.weight.val().into_data();
-/// assert_eq!(weight(&loaded), weight(&model));
-/// ```
-pub fn save_model<M: Module>(
+/// An error unless `model` lives on `device` (autodiff or not).
+pub(super) fn check_device<M: Module>(
     model: &M,
-    path: &Path,
-) -> Result<(), ModelFileError> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|source| {
-            ModelFileError::CreateDir {
-                path: dir.to_owned(),
-                source,
-            }
-        })?;
+    device: &Device,
+) -> Result<(), Seq2SeqError> {
+    match model.devices().as_slice() {
+        [only] if only == device => Ok(()),
+        devices => Err(Seq2SeqError::Invalid {
+            arg: "device",
+            reason: format!(
+                "{device:?}, but the model lives on {devices:?}: pass the device the model was made or loaded on"
+            ),
+        }),
     }
-    let bytes = model
-        .clone()
-        .into_record()
-        .into_bytes()
-        .map_err(ModelFileError::Encode)?;
-    write_atomic(path, &bytes)?;
-    Ok(())
-}
-
-/// Loads the parameters saved by [`save_model`] at `path` into `model`, a
-/// model of the same configuration.
-///
-/// # Errors
-/// [`ModelFileError::Load`] when the file cannot be read or does not fit
-/// `model`.
-///
-/// # Examples
-/// See [`save_model`].
-pub fn load_model<M: Module>(
-    model: M,
-    path: &Path,
-) -> Result<M, ModelFileError> {
-    model
-        .try_load_file(path)
-        .map_err(|source| ModelFileError::Load {
-            path: path.to_owned(),
-            source,
-        })
 }

@@ -260,17 +260,20 @@ fn batch_loss<E: Encoder, D: Decoder<E::Output>>(
 }
 
 /// d2l's loss metric (summed sequence losses over valid target tokens) of
-/// `model` on `data` under teacher forcing, in batches of `batch_size`, on
-/// `model`'s device: pass the inference copy (`model.valid()`) for a
-/// validation loss without dropout. The decoder's causal mask applies as
-/// in training. One read from the device.
+/// `model` on `data` under teacher forcing, in batches of `batch_size`.
+/// The decoder's causal mask applies as in training. One read from the
+/// device.
+///
+/// Like [`predict_seq2seq`], it always runs the inference copy
+/// `model.valid()` (no dropout) on the plain form of `device`, whatever mode
+/// `model` was left in; `device` is where `model` lives, plain or autodiff.
 ///
 /// # Panics
-/// When `batch_size` is 0 or the data does not fit the model.
+/// When `batch_size` is 0, `model` does not live on `device`, or the data
+/// does not fit the model.
 ///
 /// # Examples
 /// ```
-/// # use burn::module::Module;
 /// # use burn::tensor::Device;
 /// # use d2l_attention::bahdanau::Seq2SeqConfig;
 /// # use d2l_attention::machine_translation::NmtData;
@@ -278,13 +281,16 @@ fn batch_loss<E: Encoder, D: Decoder<E::Output>>(
 ///
 /// let data = NmtData::new(&"go .\tva !\nhi .\tsalut !\n".repeat(2), 5, 4).unwrap();
 /// let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
-/// let model = Seq2SeqConfig::new(src, tgt, 4, 8, 1).init(&Device::flex());
+/// let device = Device::flex().autodiff();
+/// let model = Seq2SeqConfig::new(src, tgt, 4, 8, 1).with_dropout(0.5).init(&device);
 /// // Untrained: about ln(7), the cross-entropy of uniform scores over 7
 /// // tokens, divided by num_steps = 5 as d2l's metric divides it. The
 /// // initial weights are random (merged doc-tests share the generator);
 /// // over 300 seeded initialisations the gap stayed below 0.14.
-/// let loss = evaluate_loss(&model, &data, 2, &Device::flex());
+/// let loss = evaluate_loss(&model, &data, 2, &device);
 /// assert!((loss - 7f64.ln() / 5.0).abs() < 0.2, "{loss}");
+/// // No dropout: the same loss every time, though the model is in training mode.
+/// assert_eq!(evaluate_loss(&model, &data, 2, &device), loss);
 /// ```
 pub fn evaluate_loss<E: Encoder, D: Decoder<E::Output>>(
     model: &EncoderDecoder<E, D>,
@@ -292,11 +298,15 @@ pub fn evaluate_loss<E: Encoder, D: Decoder<E::Output>>(
     batch_size: usize,
     device: &Device,
 ) -> f64 {
+    if let Err(err) = super::predict::check_device(model, device) {
+        panic!("{err}");
+    }
+    let (model, device) = (model.valid(), &device.clone().inner());
     let bos = data.tgt_vocab.index("<bos>") as i64;
     let (mut sums, mut tokens) = (Vec::new(), 0);
     for batch in data.batches(batch_size, 0, device) {
         tokens += batch.y_valid_len.lens().iter().sum::<usize>();
-        sums.push(batch_loss(model, batch, bos));
+        sums.push(batch_loss(&model, batch, bos));
     }
     Tensor::cat(sums, 0).sum().into_scalar::<f64>() / tokens as f64
 }
@@ -428,8 +438,7 @@ fn train<E: Encoder, D: Decoder<E::Output>>(
         }
         let seconds = start.elapsed().as_secs_f64();
         let valid_loss = valid.map(|valid| {
-            let inner = device.clone().inner();
-            evaluate_loss(&model.valid(), valid, config.batch_size, &inner)
+            evaluate_loss(&model, valid, config.batch_size, device)
         });
         on_epoch(Epoch {
             epoch,
