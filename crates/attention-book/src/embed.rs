@@ -68,7 +68,7 @@ pub fn embed_figures(markdown: &str, root: &Path) -> anyhow::Result<String> {
 /// let page = "Text.\n\n```text\n{{#include figures/nw-train.txt}}\n```\n";
 /// let html = with_failure_notice(page, &failure);
 /// assert!(html.starts_with("Text.\n\n<div class=\"warning\">"));
-/// assert!(html.contains("(4, NaN)"));
+/// assert!(html.contains("invalid <code>series</code>: series[0] point 3 is (4, NaN)"));
 /// assert!(html.ends_with("</div>\n\n```text\n{{#include figures/nw-train.txt}}\n```\n"));
 /// ```
 pub fn with_failure_notice(markdown: &str, failure: &crate::Failure) -> String {
@@ -95,12 +95,23 @@ pub fn with_failure_notice(markdown: &str, failure: &crate::Failure) -> String {
          failed</strong> when this page was built: {}</p><p>The output and \
          figures below are those of its last successful run.</p></div>\n\n",
         escape(&failure.listing),
-        escape(&failure.message)
+        code_spans(&escape(&failure.message))
     );
     let mut out = lines[..at].concat();
     out.push_str(&notice);
     out.push_str(&lines[at..].concat());
     out
+}
+
+/// `text` with each pair of backticks turned into `<code>` tags.
+fn code_spans(text: &str) -> String {
+    text.split('`')
+        .enumerate()
+        .map(|(i, part)| match i % 2 {
+            1 => format!("<code>{part}</code>"),
+            _ => part.to_owned(),
+        })
+        .collect()
 }
 
 /// (description, path) of a line that is only an image of an SVG figure.

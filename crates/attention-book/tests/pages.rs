@@ -1,32 +1,12 @@
 //! Checks over the book's pages: no Rust block escapes testing, and every
 //! include, figure and captured output they name exists.
 
+mod common;
+
 use std::fs;
-use std::path::{Path, PathBuf};
 
 use attention_book::read_manifest;
-
-fn book() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn pages() -> Vec<(PathBuf, String)> {
-    let mut pages: Vec<_> = fs::read_dir(book().join("src"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .map(|p| {
-            let text = fs::read_to_string(&p).unwrap();
-            (p, text)
-        })
-        .collect();
-    pages.sort();
-    assert!(pages.len() >= 3, "the book's pages were not found");
-    pages
-}
+use common::{book, pages};
 
 /// Every `{{#include …}}` in `text`: the path and the anchor, if any (a
 /// line range such as `:2:` or `:1` is not an anchor).

@@ -31,7 +31,8 @@ pub const LISTINGS: &[Listing] = &[
 const VARIANT_EPOCHS: usize = 12;
 
 /// Exercises 1 and 2: deeper, wider, and with additive attention, each
-/// trained briefly on d2l's 600 pairs beside the chapter's model.
+/// trained briefly on d2l's 600 pairs beside the chapter's model, with its
+/// training time relative to the chapter's model's in the same run.
 fn variants_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: variants
     let data = Corpus::load(None)?.training_data(10, 600)?;
@@ -53,23 +54,28 @@ fn variants_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let train_device = device.clone().autodiff();
     writeln!(
         out,
-        "{:<24}{:>11}{:>8}{:>11}",
-        "model", "parameters", "loss", "mean BLEU"
+        "{:<24}{:>11}{:>8}{:>11}{:>8}",
+        "model", "parameters", "loss", "mean BLEU", "time ×"
     )?;
+    let mut base_seconds = None; // d2l's model's training time
     for (name, variant) in variants {
         train_device.seed(1);
         let model = variant.init(&train_device);
         let num_params = model.num_params();
-        let mut loss = f64::NAN;
+        let (mut loss, mut seconds) = (f64::NAN, f64::NAN);
         let model = train_seq2seq(model, &data, &config, &train_device, |e| {
-            loss = e.loss
+            (loss, seconds) = (e.loss, e.seconds)
         })?;
+        let time = seconds / *base_seconds.get_or_insert(seconds);
         let mut total = 0.0;
         for (eng, fra) in EXAMPLES {
             total += bleu(&model.translate(eng, &data, device)?, fra, 2);
         }
         let mean = total / EXAMPLES.len() as f64;
-        writeln!(out, "{name:<24}{num_params:>11}{loss:>8.3}{mean:>11.3}")?;
+        writeln!(
+            out,
+            "{name:<24}{num_params:>11}{loss:>8.3}{mean:>11.3}{time:>8.2}"
+        )?;
     }
     // ANCHOR_END: variants
     Ok(())
@@ -81,8 +87,9 @@ pub const VARIANT_PARAMS: [usize; 4] = [60937, 102921, 203593, 64201];
 
 /// What `transformer-variants` prints on any machine: its header, then
 /// for each variant its exact parameter count ([`VARIANT_PARAMS`]), a
-/// finite positive loss after the short training, and a mean BLEU in
-/// [0, 1].
+/// finite positive loss after the short training, a mean BLEU in [0, 1]
+/// and its training time relative to d2l's model: 1.00 for that model,
+/// above 1 for the deeper and the wider one, positive for the last.
 ///
 /// # Errors
 /// The first fact that fails, quoting the line.
@@ -90,16 +97,17 @@ pub fn variants_facts(text: &str) -> anyhow::Result<()> {
     let mut lines = text.lines();
     let header = lines.next().unwrap_or_default();
     anyhow::ensure!(header.starts_with("model"), "header `{header}`");
-    for expected in VARIANT_PARAMS {
+    // d2l's model, then deeper, wider, additive: the least time ratio each
+    // must exceed (d2l's own is exactly 1.00)
+    let slower = [None, Some(1.0), Some(1.0), Some(0.0)];
+    for (expected, slower) in VARIANT_PARAMS.into_iter().zip(slower) {
         let line = lines.next().unwrap_or_default();
         let words: Vec<&str> = line.split_whitespace().collect();
-        let [.., params, loss, mean] = words[..] else {
+        let [.., params, loss, mean, time] = words[..] else {
             anyhow::bail!("short line `{line}`");
         };
-        let (loss, mean): (f64, f64) = (
-            loss.parse().unwrap_or(f64::NAN),
-            mean.parse().unwrap_or(f64::NAN),
-        );
+        let number = |w: &str| w.parse::<f64>().unwrap_or(f64::NAN);
+        let (loss, mean, ratio) = (number(loss), number(mean), number(time));
         anyhow::ensure!(
             params == expected.to_string()
                 && loss.is_finite()
@@ -107,6 +115,11 @@ pub fn variants_facts(text: &str) -> anyhow::Result<()> {
                 && (0.0..=1.0).contains(&mean),
             "expected {expected} parameters, a loss and a BLEU: `{line}`"
         );
+        let timed = match slower {
+            None => time == "1.00",
+            Some(least) => ratio.is_finite() && ratio > least,
+        };
+        anyhow::ensure!(timed, "a time ratio out of its range: `{line}`");
     }
     anyhow::ensure!(lines.next().is_none(), "more lines than variants");
     Ok(())
