@@ -29,6 +29,10 @@ use sha2::{Digest, Sha256};
 /// The manifest's file name inside the figures folder.
 pub const MANIFEST: &str = "fingerprints.txt";
 
+/// The fingerprint a manifest entry gets when its listing failed: no code
+/// has it, so the listing runs again, and the entry keeps its files.
+pub const FAILED: &str = "failed";
+
 /// One manifest entry: the fingerprint a listing's files were made under,
 /// and each file's name and content hash.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -148,8 +152,9 @@ impl std::fmt::Display for Failure {
 ///
 /// A listing that fails (returns an error or panics) writes nothing: it is
 /// listed in [`Report::failed`] with its message and the committed files it
-/// leaves in place, its entry is removed from the manifest (so that it runs
-/// again next time), and the other listings still run.
+/// leaves in place, its entry gets the fingerprint [`FAILED`] (so that it
+/// runs again next time, and a second failure still names its files), and
+/// the other listings still run.
 ///
 /// # Errors
 /// When the backend is not compiled in (before anything is written), or
@@ -201,10 +206,19 @@ pub fn render(
                 let failure = Failure {
                     listing: listing.name.to_owned(),
                     message: format!("{e:#}"),
-                    kept: kept.into_iter().map(|(name, _)| name).collect(),
+                    kept: kept.iter().map(|(name, _)| name.clone()).collect(),
                 };
                 eprintln!("[listings {}/{}] {failure}", i + 1, stale.len());
                 report.failed.push(failure);
+                // Stale (it runs again next time), but still knowing its
+                // files, so that a second failure can name them too.
+                if !kept.is_empty() {
+                    let entry = Entry {
+                        fingerprint: FAILED.to_owned(),
+                        files: kept,
+                    };
+                    manifest.insert(listing.name.to_owned(), entry);
+                }
                 write_manifest(figures, &manifest)?;
                 continue;
             }
@@ -248,11 +262,14 @@ fn run_one(
             .unwrap_or("(no message)");
         bail!("listing `{}` panicked: {message}", listing.name)
     })?;
-    let mut files: Vec<(String, String)> = Vec::new();
-    for (name, contents) in output.files(listing.name) {
-        if files.iter().any(|(f, _)| *f == name) {
+    let outputs = output.files(listing.name);
+    for (i, (name, _)) in outputs.iter().enumerate() {
+        if outputs[..i].iter().any(|(f, _)| f == name) {
             bail!("listing `{}` writes `{name}` twice", listing.name);
         }
+    }
+    let mut files: Vec<(String, String)> = Vec::new();
+    for (name, contents) in outputs {
         let path = figures.join(&name);
         let kept = fs::read_to_string(&path).ok().filter(|old| {
             !force && compare::compare_file(&name, old, contents).is_none()

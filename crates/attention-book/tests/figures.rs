@@ -8,7 +8,8 @@ use std::fmt::Write;
 use attention_book::compare::{Format, compare, report};
 use attention_book::fingerprint::fingerprint;
 use attention_book::{
-    MANIFEST, check_output, content_hash, fix_hint, read_manifest, render,
+    FAILED, MANIFEST, check_output, content_hash, fix_hint, read_manifest,
+    render,
 };
 use burn::tensor::Device;
 use d2l_attention::BackendChoice;
@@ -93,6 +94,7 @@ const EXACT_FILES: &[&str] = &[
     "sa-permutation.txt",
     "sa-shapes.txt",
     "transformer-cache.txt",
+    "transformer-causal-mask.txt",
     "transformer-decoder-only.txt",
     "transformer-ffn.txt",
     "transformer-long.txt",
@@ -357,6 +359,11 @@ fn a_failing_listing_is_reported_by_name_writes_nothing_and_the_rest_runs() {
     );
     let committed = fs::read_to_string(dir.path().join("broken.txt")).unwrap();
     assert_eq!(committed, "committed\n");
+    // It stays stale, and a second failure still names its files.
+    assert_eq!(read_manifest(dir.path())["broken"].fingerprint, FAILED);
+    let report =
+        render(&[HELLO, bad], dir.path(), BackendChoice::Flex, false).unwrap();
+    assert_eq!(report.failed[0].kept, ["broken.txt"]);
 }
 
 #[test]

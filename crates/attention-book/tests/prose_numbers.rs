@@ -74,11 +74,12 @@ fn marks() -> Vec<Mark> {
         .collect()
 }
 
-/// Whether a test `name` in the workspace's code states `number` (its
-/// digits, with `_` or no separators) between its name and its end.
+/// Whether the function `name` in the workspace's code states `number`:
+/// one of the numbers in its body (from its name to its closing brace;
+/// `49_449` reads as 49449) has exactly its value.
 fn test_asserts(name: &str, number: &str) -> bool {
     let needle = format!("fn {name}(");
-    let digits = number.replace(',', "");
+    let value: f64 = number.replace(',', "").parse().unwrap();
     let mut stack = vec![book().join("crates")];
     while let Some(dir) = stack.pop() {
         for entry in fs::read_dir(dir).unwrap() {
@@ -91,13 +92,26 @@ fn test_asserts(name: &str, number: &str) -> bool {
                 continue;
             };
             if let Some(start) = text.find(&needle) {
-                let body = &text[start..];
-                let body = &body[..body.find("\n}\n").unwrap_or(body.len())];
-                return body.replace('_', "").contains(&digits);
+                let body = function_body(&text[start..]).replace('_', "");
+                return numbers_printed(&body).contains(&value);
             }
         }
     }
     false
+}
+
+/// `code` from its start to the brace that closes its first `{`.
+fn function_body(code: &str) -> &str {
+    let mut depth = 0;
+    for (i, c) in code.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 1 => return &code[..=i],
+            '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    code
 }
 
 fn resolves(q: &Quoted, sources: &[(String, String)]) -> bool {

@@ -17,6 +17,7 @@ pub const LISTINGS: &[Listing] = &[
     Listing::new("qkv-eye", file!(), eye),
     Listing::new("qkv-softmax-rows", file!(), softmax_rows),
     Listing::new("qkv-pooling-diagram", file!(), pooling_diagram),
+    Listing::new("qkv-covariance", file!(), covariance_exercise),
 ];
 
 /// Attention pooling as a diagram: a query scores every key, a softmax
@@ -118,6 +119,87 @@ fn softmax_rows(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     Ok(())
 }
 
+// ANCHOR: covariance
+/// Attention pooling with dot-product scores over keys that are also the
+/// values (d2l en §11.1, exercise 2): f(q) = Σ_i softmax_i(qᵀk_i) k_i for
+/// a query (d,) and keys (m, d); returns (d,).
+pub fn dot_product_pooling(query: Tensor<1>, keys: Tensor<2>) -> Tensor<1> {
+    let [_, d] = keys.dims();
+    let scores = keys.clone().matmul(query.reshape([d, 1])); // (m, 1)
+    let weights = softmax(scores, 0); // a distribution over the keys
+    (keys * weights).sum_dim(0).reshape([d])
+}
+
+/// The Jacobian ∂f_j/∂q_l of [`dot_product_pooling`] by autodiff, one
+/// backward pass per output component j (row j); `query` and `keys` on an
+/// autodiff device.
+pub fn pooling_jacobian(query: &Tensor<1>, keys: &Tensor<2>) -> Vec<Vec<f64>> {
+    let [_, d] = keys.dims();
+    (0..d)
+        .map(|j| {
+            let q = query.clone().require_grad();
+            let f = dot_product_pooling(q.clone(), keys.clone());
+            let grads = f.narrow(0, j, 1).sum().backward();
+            let row = q.grad(&grads).expect("the query requires a gradient");
+            row.try_into_vec_as::<f64>().expect("readable")
+        })
+        .collect()
+}
+
+/// The covariance of the keys under p_i = softmax_i(qᵀk_i), from its
+/// definition: Σ_i p_i k_i k_iᵀ − μμᵀ with μ = Σ_i p_i k_i; (d, d).
+pub fn key_covariance(query: &Tensor<1>, keys: &Tensor<2>) -> Vec<Vec<f64>> {
+    let [m, d] = keys.dims();
+    let k = keys.clone().try_into_vec_as::<f64>().expect("readable");
+    let q = query.clone().try_into_vec_as::<f64>().expect("readable");
+    let key = |i: usize| &k[i * d..(i + 1) * d];
+    let scores: Vec<f64> = (0..m)
+        .map(|i| key(i).iter().zip(&q).map(|(a, b)| a * b).sum())
+        .collect();
+    let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let exps: Vec<f64> = scores.iter().map(|s| (s - top).exp()).collect();
+    let p: Vec<f64> =
+        exps.iter().map(|e| e / exps.iter().sum::<f64>()).collect();
+    let mean = |l: usize| (0..m).map(|i| p[i] * key(i)[l]).sum::<f64>();
+    (0..d)
+        .map(|j| {
+            (0..d)
+                .map(|l| {
+                    let second: f64 =
+                        (0..m).map(|i| p[i] * key(i)[j] * key(i)[l]).sum();
+                    second - mean(j) * mean(l)
+                })
+                .collect()
+        })
+        .collect()
+}
+// ANCHOR_END: covariance
+
+/// Exercise 2 of d2l en §11.1: the gradient of dot-product pooling with
+/// respect to the query is the covariance of the keys.
+fn covariance_exercise(
+    device: &Device,
+    out: &mut Output,
+) -> anyhow::Result<()> {
+    // ANCHOR: covariance_demo
+    let device = device.clone().autodiff();
+    let query = randn([3], 0, &device); // d = 3
+    let keys = randn([5, 3], 1, &device); // m = 5 keys, also the values
+    let jacobian = pooling_jacobian(&query, &keys);
+    let covariance = key_covariance(&query, &keys);
+    for (name, matrix) in [("autodiff", &jacobian), ("covariance", &covariance)]
+    {
+        writeln!(out, "{name}:")?;
+        for row in matrix {
+            let row: Vec<String> =
+                row.iter().map(|v| format!("{v:8.4}")).collect();
+            writeln!(out, "  {}", row.join(""))?;
+        }
+    }
+    // ANCHOR_END: covariance_demo
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,6 +234,35 @@ mod tests {
                     svg.as_str().contains(&format!(">\n{label}\n</text>")),
                     "{backend}: {label} missing"
                 );
+            }
+        }
+    }
+
+    /// d2l en §11.1, exercise 2: every entry of autodiff's Jacobian, one
+    /// backward pass per output component, equals the keys' covariance
+    /// under the attention weights, for several sizes and seeds; the
+    /// covariance is not trivially small.
+    #[test]
+    fn the_gradient_of_dot_product_pooling_is_the_keys_covariance() {
+        for backend in BackendChoice::compiled_cpu_backends() {
+            let device = backend.device().unwrap().autodiff();
+            for (seed, m, d) in [(0, 5, 3), (1, 8, 4), (2, 3, 6), (3, 12, 2)] {
+                let query = randn([d], seed, &device);
+                let keys = randn([m, d], seed + 100, &device);
+                let jacobian = pooling_jacobian(&query, &keys);
+                let covariance = key_covariance(&query, &keys);
+                let mut largest = 0.0f64;
+                for (j, (a, b)) in jacobian.iter().zip(&covariance).enumerate()
+                {
+                    for (l, (x, y)) in a.iter().zip(b).enumerate() {
+                        assert!(
+                            (x - y).abs() < 1e-5,
+                            "{backend}, seed {seed}: [{j}][{l}] {x} vs {y}"
+                        );
+                        largest = largest.max(y.abs());
+                    }
+                }
+                assert!(largest > 0.01, "{backend}, seed {seed}: {largest}");
             }
         }
     }

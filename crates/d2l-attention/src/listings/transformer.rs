@@ -20,12 +20,13 @@ pub const LISTINGS: &[Listing] = &[
     Listing::new("transformer-diagram", file!(), model_diagram),
     Listing::new("transformer-ffn", file!(), ffn_demo),
     Listing::new("transformer-norms", file!(), norms_demo),
+    Listing::new("transformer-causal-mask", file!(), causal_mask_demo),
     Listing::new("transformer-shapes", file!(), shapes_demo),
     Listing::new("transformer-burn", file!(), burn_demo),
 ];
 
 /// The model as a diagram: the encoder's block (left), the decoder's
-/// (right), each repeated n times, with where the masks act.
+/// (right), each repeated N times, with where the masks act.
 fn model_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: diagram
     let size = (250, 44);
@@ -66,8 +67,8 @@ fn model_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
         .arrow(dec_norm2.side('t'), dec_ffn.side('b'))
         .arrow(dec_ffn.side('t'), dec_norm3.side('b'))
         .arrow(dec_norm3.side('t'), dense.side('b'))
-        .label((135, 40), "right: decoder block, n times")
-        .label((135, 64), "left: encoder block, n times")
+        .label((135, 40), "right: decoder block, N times")
+        .label((135, 64), "left: encoder block, N times")
         .label((135, 104), "each add & norm:")
         .label((135, 124), "LayerNorm(x + dropout(f(x)))")
         .node(src)
@@ -107,6 +108,28 @@ fn ffn_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         gap == 0.0
     )?;
     // ANCHOR_END: ffn
+    Ok(())
+}
+
+/// The causal mask of four target steps, as a matrix.
+fn causal_mask_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: causal_mask
+    // the valid lengths the decoder gives its self-attention in training:
+    // query i may see keys 0 … i
+    let num_steps = 4;
+    let lens: Vec<usize> = (1..=num_steps).collect();
+    let valid = ValidLens::per_query(&[lens], device);
+    let hidden = valid.mask(1, num_steps, num_steps).into_data();
+    writeln!(out, "         keys 0 1 2 3")?;
+    let hidden = hidden
+        .try_to_vec::<bool>()
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    for (i, row) in hidden.chunks(num_steps).enumerate() {
+        let row: Vec<&str> =
+            row.iter().map(|&h| if h { "·" } else { "1" }).collect();
+        writeln!(out, "query {i}:      {}", row.join(" "))?;
+    }
+    // ANCHOR_END: causal_mask
     Ok(())
 }
 

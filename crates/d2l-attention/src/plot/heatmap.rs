@@ -358,9 +358,9 @@ fn unravel(mut i: usize, dims: [usize; 4]) -> [usize; 4] {
     idx
 }
 
-/// The shared colour scale; a constant input gets a unit-wide scale around
-/// its value, or ±5 % of it where ±0.5 would be lost to rounding (from
-/// 2⁵³ up).
+/// The shared colour scale; a constant input gets a scale of ±0.5 around
+/// its value when it is at most 10 in size, else of ±5 % of it (±0.5 is
+/// lost to rounding from 2⁵³ up).
 fn color_range(values: &[f64]) -> (f64, f64) {
     let vmin = values.iter().copied().fold(f64::INFINITY, f64::min);
     let vmax = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);

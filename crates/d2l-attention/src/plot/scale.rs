@@ -109,12 +109,14 @@ impl ScaleAxis {
         self
     }
 
-    /// Where `v` falls between the axis' ends: 0 at `lo`, 1 at `hi`. Halves
-    /// (exact in binary) keep differences of extremes finite; a log axis
-    /// wider than f64's range of ratios takes the difference of logarithms.
+    /// Where `v` falls between the axis' ends: 0 at `lo`, 1 at `hi`. An axis
+    /// wider than f64 holds (±1e308) takes halves (exact but for
+    /// subnormals); a log axis wider than f64's range of ratios takes the
+    /// difference of logarithms.
     pub(super) fn fraction(&self, v: f64) -> f64 {
         let (lo, hi) = (self.lo, self.hi);
         match self.scale {
+            Scale::Linear if (hi - lo).is_finite() => (v - lo) / (hi - lo),
             Scale::Linear => (v / 2.0 - lo / 2.0) / (hi / 2.0 - lo / 2.0),
             Scale::Log if (hi / lo).is_finite() => {
                 (v / lo).ln() / (hi / lo).ln()
@@ -126,21 +128,28 @@ impl ScaleAxis {
     /// The power of ten that linear ticks are computed in units of: 1,
     /// unless the axis reaches beyond 1e15 or is narrower than 1e-12, where
     /// plotters' tick search, written for ordinary ranges, would overflow,
-    /// loop or give one tick. Such axes are labelled in scientific notation.
+    /// loop or give one tick. Such axes are labelled in scientific notation
+    /// (four significant digits: ticks closer than that read alike).
     fn unit(&self) -> f64 {
         let big = self.lo.abs().max(self.hi.abs());
         let narrow = self.hi / 2.0 - self.lo / 2.0 < 0.5e-12;
         if big > 1e15 || (narrow && big > 0.0) {
-            // 1e-323 is the smallest power of ten f64 holds (subnormal)
-            10f64.powi((big.log10().floor() as i32).max(-323))
+            pow10(big.log10().floor() as i32)
         } else {
             1.0
         }
     }
 }
 
-/// `lo..hi` widened by `pad` of its width on each side; a single value
-/// by 0.5, or by 5 % of its size where 0.5 would be lost to rounding.
+/// 10^e as f64 reads it (1e-310 is subnormal, 1e-324 is 0, 1e309 is
+/// infinite), which `powi` misses below 1e-308.
+fn pow10(e: i32) -> f64 {
+    format!("1e{e}").parse().expect("a number")
+}
+
+/// `lo..hi` widened by `pad` of its width on each side; a single value by
+/// 0.5 when it is at most 10 in size, else by 5 % of it (0.5 is lost to
+/// rounding from 2⁵³ up).
 fn padded(lo: f64, hi: f64, pad: f64) -> (f64, f64) {
     if hi > lo {
         // the width halved, so that it stays finite for any finite ends
@@ -171,8 +180,11 @@ impl Ranged for ScaleAxis {
             }
             Scale::Linear => {
                 let unit = self.unit();
-                let range = self.lo / unit..self.hi / unit;
-                let ticks = RangedCoordf64::from(range).key_points(hint);
+                let (lo, hi) = (self.lo / unit, self.hi / unit);
+                if !(lo.is_finite() && hi.is_finite() && lo < hi) {
+                    return vec![self.lo, self.hi];
+                }
+                let ticks = RangedCoordf64::from(lo..hi).key_points(hint);
                 let inside = |v: &f64| (self.lo..=self.hi).contains(v);
                 ticks.into_iter().map(|t| t * unit).filter(inside).collect()
             }
@@ -189,13 +201,13 @@ impl Ranged for ScaleAxis {
 /// them when there are more than eight), 2 and 5 times them when fewer than
 /// three powers fall inside, and the ends when even those are too few.
 fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
-    let inside = |v: &f64| (lo * (1.0 - 1e-9)..=hi * (1.0 + 1e-9)).contains(v);
-    let decades = lo.log10().floor() as i32..=hi.log10().ceil() as i32;
-    let powers: Vec<f64> = decades
-        .clone()
-        .map(|e| 10f64.powi(e))
-        .filter(inside)
-        .collect();
+    let inside = |v: &f64| {
+        v.is_finite() && (lo * (1.0 - 1e-9)..=hi * (1.0 + 1e-9)).contains(v)
+    };
+    // decades of normal numbers: 1e-323 prints as 9.881e-324
+    let decades = (lo.log10().floor() as i32).max(-308)
+        ..=(hi.log10().ceil() as i32).min(308);
+    let powers: Vec<f64> = decades.clone().map(pow10).filter(inside).collect();
     if powers.len() > 8 {
         let k = powers.len().div_ceil(8);
         return powers.into_iter().step_by(k).collect();
@@ -204,7 +216,7 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
         return powers;
     }
     let ticks: Vec<f64> = decades
-        .flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e)))
+        .flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * pow10(e)))
         .filter(inside)
         .collect();
     if ticks.len() >= 2 {

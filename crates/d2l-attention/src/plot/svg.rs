@@ -119,8 +119,8 @@ pub(crate) fn value(v: f64) -> String {
 /// `v` in scientific notation with four significant digits and no
 /// trailing zeros: `1e308`, `-2.5e-310`.
 pub(crate) fn scientific(v: f64) -> String {
-    if v == 0.0 {
-        return "0".to_owned();
+    if v == 0.0 || !v.is_finite() {
+        return format!("{}", if v == 0.0 { 0.0 } else { v });
     }
     let s = format!("{v:.3e}");
     let (mantissa, exponent) = s.split_once('e').expect("`e` format");
@@ -210,6 +210,7 @@ mod tests {
         assert_eq!(scientific(-2.5e-310), "-2.5e-310");
         assert_eq!(scientific(123456.0), "1.235e5");
         assert_eq!(scientific(0.0), "0");
+        assert_eq!(scientific(f64::INFINITY), "inf");
     }
 
     #[test]
