@@ -276,6 +276,25 @@ impl Token {
     }
 }
 
+/// Every number in `text`, read as the comparison reads captured output
+/// (`-0.5`, `2.5e-3`; digits inside a word such as `d2l` are not numbers).
+///
+/// # Examples
+/// ```
+/// use attention_book::compare::numbers;
+///
+/// assert_eq!(numbers("loss 0.019 in d2l, lr 5e-3, [-2]"), [0.019, 5e-3, -2.0]);
+/// ```
+pub fn numbers(text: &str) -> Vec<f64> {
+    text.lines()
+        .flat_map(|line| tokens(line, Format::Text))
+        .filter_map(|token| match token {
+            Token::Number(n) => Some(n.value),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Cuts a line into tokens; whitespace separates them and is dropped.
 fn tokens(line: &str, format: Format) -> Vec<Token> {
     let chars: Vec<char> = line.chars().collect();

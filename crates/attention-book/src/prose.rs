@@ -64,43 +64,9 @@ pub fn quoted_numbers(markdown: &str) -> Vec<Quoted> {
     found
 }
 
-/// Every number in `text` (an output, a listing's code, a report): its
-/// value, as a program would read it (`1,024` as 1024, `-0.5`, `2.5e-3`).
-///
-/// # Examples
-/// ```
-/// use attention_book::prose::numbers_printed;
-///
-/// assert_eq!(numbers_printed("loss 0.019, 1,024 tokens, lr 5e-3, [-2]"), [0.019, 1024.0, 5e-3, -2.0]);
-/// ```
-pub fn numbers_printed(text: &str) -> Vec<f64> {
-    let bytes = text.as_bytes();
-    let mut values = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        let starts = bytes[i].is_ascii_digit()
-            && (i == 0
-                || !(bytes[i - 1].is_ascii_alphanumeric()
-                    || bytes[i - 1] == b'.'));
-        if !starts {
-            i += 1;
-            continue;
-        }
-        let end = number_end(bytes, i, true);
-        let negative = i > 0 && bytes[i - 1] == b'-';
-        let value: f64 =
-            text[i..end].replace(',', "").parse().unwrap_or(f64::NAN);
-        if value.is_finite() {
-            values.push(if negative { -value } else { value });
-        }
-        i = end;
-    }
-    values
-}
-
-/// Where the number starting at `start` ends: digits, groups of `,ddd`, a
-/// decimal part, and (with `exponent`) an exponent.
-fn number_end(bytes: &[u8], start: usize, exponent: bool) -> usize {
+/// Where the number starting at `start` ends: digits, groups of `,ddd` and
+/// a decimal part.
+fn number_end(bytes: &[u8], start: usize) -> usize {
     let digits = |mut i: usize| {
         while i < bytes.len() && bytes[i].is_ascii_digit() {
             i += 1;
@@ -119,14 +85,6 @@ fn number_end(bytes: &[u8], start: usize, exponent: bool) -> usize {
     {
         end = digits(end + 1);
     }
-    if exponent && end + 1 < bytes.len() && bytes[end] == b'e' {
-        let sign = usize::from(matches!(bytes[end + 1], b'-' | b'+'));
-        if end + 1 + sign < bytes.len()
-            && bytes[end + 1 + sign].is_ascii_digit()
-        {
-            end = digits(end + 1 + sign);
-        }
-    }
     end
 }
 
@@ -140,7 +98,7 @@ fn numbers_in(line: &str) -> Vec<(usize, &str)> {
             i += 1;
             continue;
         }
-        let end = number_end(bytes, i, false);
+        let end = number_end(bytes, i);
         let before = line[..i].chars().next_back();
         let after = line[end..].chars().next();
         let glued_before = before

@@ -6,31 +6,7 @@ mod common;
 use std::fs;
 
 use attention_book::read_manifest;
-use common::{book, pages};
-
-/// Every `{{#include …}}` in `text`: the path and the anchor, if any (a
-/// line range such as `:2:` or `:1` is not an anchor).
-fn includes(text: &str) -> Vec<(String, Option<String>)> {
-    text.split("{{#include ")
-        .skip(1)
-        .map(|rest| {
-            let target = rest.split("}}").next().unwrap().trim();
-            match target.split_once(':') {
-                Some((path, lines))
-                    if lines
-                        .chars()
-                        .all(|c| c.is_ascii_digit() || c == ':') =>
-                {
-                    (path.to_owned(), None)
-                }
-                Some((path, anchor)) => {
-                    (path.to_owned(), Some(anchor.to_owned()))
-                }
-                None => (target.to_owned(), None),
-            }
-        })
-        .collect()
-}
+use common::{book, includes, pages};
 
 /// The fenced code blocks of a page: (info string, body lines).
 fn code_blocks(text: &str) -> Vec<(String, Vec<String>)> {

@@ -12,8 +12,9 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use attention_book::prose::{Quoted, numbers_printed, quoted_numbers};
-use common::{book, pages};
+use attention_book::compare::numbers;
+use attention_book::prose::quoted_numbers;
+use common::{book, includes, pages};
 
 /// What a page's numbers may come from: (name, text) of each output and
 /// source file it includes from (whole: a bound a listing's facts check
@@ -21,15 +22,13 @@ use common::{book, pages};
 fn sources(page: &str, text: &str) -> Vec<(String, String)> {
     let src = book().join("src");
     let mut found = Vec::new();
-    for rest in text.split("{{#include ").skip(1) {
-        let target = rest.split("}}").next().unwrap().trim();
-        let path = target.split(':').next().unwrap();
-        if found.iter().any(|(p, _)| p == path) {
+    for (path, _) in includes(text) {
+        if found.iter().any(|(p, _)| *p == path) {
             continue;
         }
-        let file = fs::read_to_string(src.join(path))
+        let file = fs::read_to_string(src.join(&path))
             .unwrap_or_else(|e| panic!("{page}: {path}: {e}"));
-        found.push((path.to_owned(), file));
+        found.push((path, file));
     }
     if page == "performance.md" {
         let reports = book().join("crates/d2l-attention/benches/reports");
@@ -93,7 +92,7 @@ fn test_asserts(name: &str, number: &str) -> bool {
             };
             if let Some(start) = text.find(&needle) {
                 let body = function_body(&text[start..]).replace('_', "");
-                return numbers_printed(&body).contains(&value);
+                return numbers(&body).contains(&value);
             }
         }
     }
@@ -114,12 +113,6 @@ fn function_body(code: &str) -> &str {
     code
 }
 
-fn resolves(q: &Quoted, sources: &[(String, String)]) -> bool {
-    sources.iter().any(|(_, text)| {
-        numbers_printed(text).into_iter().any(|v| q.agrees_with(v))
-    })
-}
-
 #[test]
 fn every_number_in_the_prose_agrees_with_an_output_or_is_marked() {
     let marks = marks();
@@ -128,10 +121,12 @@ fn every_number_in_the_prose_agrees_with_an_output_or_is_marked() {
     for (path, text) in pages() {
         let page = path.file_name().unwrap().to_string_lossy().into_owned();
         let sources = sources(&page, &text);
+        let printed: Vec<f64> =
+            sources.iter().flat_map(|(_, text)| numbers(text)).collect();
         let quoted = quoted_numbers(&text);
         let mut marked = 0;
         for q in &quoted {
-            if resolves(q, &sources) {
+            if printed.iter().any(|&v| q.agrees_with(v)) {
                 continue;
             }
             match marks
