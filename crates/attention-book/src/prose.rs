@@ -5,7 +5,7 @@
 //! In scope are decimals (`0.58`) and integers of three or more digits
 //! (`600`, `1,048,576`) in prose: not in code, math, HTML, links or
 //! includes, and not section numbers (`§10.7.3`), versions (`0.22.1`),
-//! years (1900–2030) or numbers glued to a letter (`2D`, `1e-5`).
+//! years (1800–2030) or numbers glued to a letter (`2D`, `1e-5`).
 
 /// A number quoted in a page's prose.
 #[derive(Clone, Debug, PartialEq)]
@@ -118,7 +118,7 @@ fn numbers_in(line: &str) -> Vec<(usize, &str)> {
         let plain = text.replace(',', "");
         let year = plain.len() == 4
             && !text.contains(',')
-            && (1900..=2030).contains(&plain.parse::<u32>().unwrap_or(0));
+            && (1800..=2030).contains(&plain.parse::<u32>().unwrap_or(0));
         let in_scope = text.contains('.') || plain.len() >= 3;
         if !glued_before && !glued_after && !cited && in_scope && !year {
             found.push((i, text));

@@ -441,7 +441,7 @@ fn the_fix_a_failed_check_names_fixes_it() {
         listings_cli(&["render", "--figures", folder, "no-such-listing"]);
     assert!(
         !ok && stderr.contains(
-            "no listing `no-such-listing`; the listings are: qkv-eye"
+            "no listing `no-such-listing`; the listings are: qkv-cues"
         ),
         "{stderr}"
     );

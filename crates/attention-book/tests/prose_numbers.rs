@@ -1,8 +1,8 @@
 //! Every number a page's prose quotes agrees with what the book's code
 //! prints or states: one of the page's captured outputs (`figures/*.txt`
 //! it includes), the source files it shows listings from (a configuration
-//! or a checked bound it states), or,
-//! for the Performance page, the committed benchmark reports. The few
+//! or a checked bound it states), or the committed benchmark reports it
+//! names by path (the Performance page: all of them). The few
 //! numbers quoted from elsewhere (a paper, d2l's printed run, a version)
 //! are listed in `quoted-numbers.txt` with their source; "from test `name`"
 //! there names the test that asserts the number.
@@ -18,7 +18,8 @@ use common::{book, includes, pages};
 
 /// What a page's numbers may come from: (name, text) of each output and
 /// source file it includes from (whole: a bound a listing's facts check
-/// stands there too), and the benchmark reports for the Performance page.
+/// stands there too), and the benchmark reports it names by path (every
+/// report for the Performance page).
 fn sources(page: &str, text: &str) -> Vec<(String, String)> {
     let src = book().join("src");
     let mut found = Vec::new();
@@ -30,11 +31,11 @@ fn sources(page: &str, text: &str) -> Vec<(String, String)> {
             .unwrap_or_else(|e| panic!("{page}: {path}: {e}"));
         found.push((path, file));
     }
-    if page == "performance.md" {
-        let reports = book().join("crates/d2l-attention/benches/reports");
-        for entry in fs::read_dir(&reports).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.strip_prefix(book()).unwrap().display().to_string();
+    let reports = book().join("crates/d2l-attention/benches/reports");
+    for entry in fs::read_dir(&reports).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.strip_prefix(book()).unwrap().display().to_string();
+        if page == "performance.md" || text.contains(&name) {
             found.push((name, fs::read_to_string(&path).unwrap()));
         }
     }

@@ -39,6 +39,7 @@ pub const LISTINGS: &[Listing] = &[
         run: laplace_exercise,
     },
     Listing::new("nw-exercise-dimension", file!(), dimension_exercise),
+    Listing::new("nw-exercise-own-point", file!(), own_point_exercise),
 ];
 
 /// The seed every listing of this section draws its data with.
@@ -723,6 +724,48 @@ fn dimension_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Exercise 10: training `w` with each training point among its own keys
+/// (d2l en §11.2, exercise 2).
+fn own_point_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: own_point
+    let data = Dataset::generate(50, SEED, &device.clone().autodiff());
+    let (x, y) = (data.x_train.clone(), data.y_train.clone());
+    // Every query's keys and values: all 50 points, itself among them.
+    let all = |t: &Tensor<1>| t.clone().unsqueeze::<2>().expand([50, 50]);
+    let own_point_loss = |w: f32| {
+        let model = NWKernelRegression::new(w, &x.device());
+        let (y_hat, _) = model.forward(x.clone(), all(&x), all(&y));
+        (y_hat - y.clone())
+            .powi_scalar(2)
+            .sum()
+            .into_scalar::<f32>()
+    };
+    let model = NWKernelRegression::new(1.0, &x.device());
+    let mut logs = Vec::new();
+    let (queries, keys, values) = (x.clone(), all(&x), all(&y));
+    let trained =
+        train_on(model, (queries, keys, values), y.clone(), 0.5, 100, |l| {
+            logs.push(*l)
+        })?;
+    for log in logs.iter().filter(|l| l.epoch == 1 || l.epoch % 25 == 0) {
+        let (epoch, loss, w) = (log.epoch, log.loss, log.w);
+        writeln!(out, "epoch {epoch:3}: loss {loss:7.3}, w {w:6.2}")?;
+    }
+    let sigma = 1.0 / trained.w();
+    let mse = test_error(&data, Kernel::Gaussian { sigma })?;
+    writeln!(out, "test MSE at the trained w: {mse:.3}\n")?;
+    // Along w: the loss trained above, the section's, and the test error.
+    writeln!(out, "    w   own point in   left out   test MSE")?;
+    for w in [1.0, 2.0, 3.4, 8.0, 16.0, 32.0, 64.0, 128.0] {
+        let left_out = leave_one_out_loss(w, x.clone(), y.clone())?;
+        let mse = test_error(&data, Kernel::Gaussian { sigma: 1.0 / w })?;
+        let own = own_point_loss(w);
+        writeln!(out, "{w:5.1} {own:14.3} {left_out:10.3} {mse:10.3}")?;
+    }
+    // ANCHOR_END: own_point
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -888,5 +931,70 @@ mod tests {
             assert!((ratio / scaling - 1.0).abs() < 0.4, "{row:?}");
         }
         assert!(rows.windows(2).all(|r| r[1][4] < r[0][4]), "{}", out.text());
+    }
+
+    /// d2l en §11.2, exercise 2: with each point among its own keys the
+    /// loss falls without end as w grows (checked against the sum computed
+    /// in f64 from the data), SGD keeps widening w, and the test error
+    /// grows; left out, the loss has its minimum inside the range.
+    #[test]
+    fn a_point_among_its_own_keys_drives_w_up_and_overfits() {
+        let out = run("nw-exercise-own-point", &Device::flex());
+        let text = out.text();
+        let epochs: Vec<Vec<f32>> = text
+            .lines()
+            .filter(|l| l.starts_with("epoch"))
+            .map(numbers)
+            .collect();
+        assert_eq!(epochs.len(), 5, "{text}");
+        for pair in epochs.windows(2) {
+            assert!(
+                pair[1][1] < pair[0][1] && pair[1][2] > pair[0][2],
+                "{text}"
+            );
+        }
+        let table: Vec<Vec<f32>> = text
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("w "))
+            .skip(1)
+            .map(numbers)
+            .collect();
+        assert_eq!(table.len(), 8, "{text}");
+        let data = Dataset::generate(50, SEED, &Device::flex());
+        let x = data.x_train.try_into_vec_as::<f64>().unwrap();
+        let y = data.y_train.try_into_vec_as::<f64>().unwrap();
+        for row in &table {
+            let (w, own, left_out) = (row[0] as f64, row[1], row[2]);
+            let expected: f64 = (0..50)
+                .map(|i| {
+                    let k: Vec<f64> = (0..50)
+                        .map(|j| (-((x[i] - x[j]) * w).powi(2) / 2.0).exp())
+                        .collect();
+                    let f: f64 =
+                        k.iter().zip(&y).map(|(k, y)| k * y).sum::<f64>()
+                            / k.iter().sum::<f64>();
+                    (f - y[i]).powi(2)
+                })
+                .sum();
+            assert!(
+                (own as f64 - expected).abs() < 2e-3,
+                "w {w}: {own} vs {expected}"
+            );
+            assert!(own < left_out, "{row:?}");
+        }
+        for pair in table.windows(2) {
+            assert!(pair[1][1] < pair[0][1], "own-point loss rose: {pair:?}");
+        }
+        assert!(table[7][1] < 0.05 * table[0][1], "{text}");
+        let best = (0..8).min_by(|&a, &b| table[a][2].total_cmp(&table[b][2]));
+        assert_eq!(
+            best,
+            Some(2),
+            "the left-out minimum sits at w = 3.4: {text}"
+        );
+        assert!(table[7][3] > 2.0 * table[2][3], "{text}");
+        let trained =
+            numbers(text.lines().find(|l| l.starts_with("test")).unwrap());
+        assert!(trained[0] > table[2][3], "{text}");
     }
 }

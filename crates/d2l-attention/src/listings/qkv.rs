@@ -14,11 +14,50 @@ use plotters::style::RGBColor;
 
 /// This chapter's listings.
 pub const LISTINGS: &[Listing] = &[
+    Listing::new("qkv-cues", file!(), cues_diagrams),
     Listing::new("qkv-eye", file!(), eye),
     Listing::new("qkv-softmax-rows", file!(), softmax_rows),
     Listing::new("qkv-pooling-diagram", file!(), pooling_diagram),
     Listing::new("qkv-covariance", file!(), covariance_exercise),
 ];
+
+/// d2l zh §10.1.1's two cues as diagrams: five objects on a desk, all
+/// printed in black and white but the red coffee cup; the gaze is first
+/// drawn to the cup (nonvolitional cue), then steered to the book
+/// (volitional cue).
+fn cues_diagrams(_: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: cues
+    let objects = [
+        "newspaper",
+        "research\npaper",
+        "coffee\ncup",
+        "notebook",
+        "book",
+    ];
+    let desk = |looked_at: usize, cue: &str| {
+        let eye = Node::new((300, 16), (120, 40), "eye").fill(QUERY);
+        let mut diagram = Diagram::new((720, 216)).label((360, 196), cue);
+        for (i, name) in objects.into_iter().enumerate() {
+            let node = Node::new((20 + 140 * i as i32, 120), (120, 52), name);
+            let node = if i == 2 {
+                node.fill(RED)
+            } else {
+                node.fill(PAPER)
+            };
+            if i == looked_at {
+                diagram = diagram.arrow(eye.side('b'), node.side('t'));
+            }
+            diagram = diagram.node(node);
+        }
+        diagram.node(eye).draw()
+    };
+    let salient = desk(2, "nonvolitional cue: the red cup stands out");
+    out.figure("qkv-cue-coffee", salient?);
+    let wanted = desk(4, "volitional cue: after the coffee, I want to read");
+    out.figure("qkv-cue-book", wanted?);
+    // ANCHOR_END: cues
+    Ok(())
+}
 
 /// Attention pooling as a diagram: a query scores every key, a softmax
 /// turns the scores into weights, and the weights average the values.
@@ -77,6 +116,9 @@ fn pooling_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
 /// read (the values).
 const QUERY: RGBColor = RGBColor(0xfd, 0xe0, 0xd2);
 const VALUE: RGBColor = RGBColor(0xde, 0xeb, 0xf7);
+/// Fills of the desk's objects: printed paper, and the one red object.
+const PAPER: RGBColor = RGBColor(0xff, 0xff, 0xff);
+const RED: RGBColor = RGBColor(0xf2, 0x7d, 0x72);
 
 /// The identity as attention weights: each query attends only to the key
 /// with its own index (d2l zh §10.1.3, `chapter10.ipynb` In[4]).
@@ -202,6 +244,7 @@ fn covariance_exercise(
 
 #[cfg(test)]
 mod tests {
+    use super::super::run_named;
     use super::*;
     use crate::BackendChoice;
 
@@ -212,7 +255,8 @@ mod tests {
     #[test]
     fn eye_draws_ten_dark_cells_on_ninety_light_ones() {
         for backend in BackendChoice::compiled_cpu_backends() {
-            let out = LISTINGS[0].execute(&backend.device().unwrap()).unwrap();
+            let device = backend.device().unwrap();
+            let out = run_named(LISTINGS, "qkv-eye", &device);
             let [(name, svg)] = out.figures() else {
                 panic!("one figure expected")
             };
@@ -235,6 +279,37 @@ mod tests {
                     "{backend}: {label} missing"
                 );
             }
+        }
+    }
+
+    /// d2l zh §10.1.1's two cues: five objects, the cup alone red; the
+    /// gaze goes to the cup in the first diagram, to the book in the second.
+    #[test]
+    fn the_cues_point_the_eye_at_the_red_cup_then_at_the_book() {
+        let out = run_named(LISTINGS, "qkv-cues", &Device::flex());
+        let [(coffee, first), (book, second)] = out.figures() else {
+            panic!("two figures expected")
+        };
+        assert_eq!(
+            (coffee.as_str(), book.as_str()),
+            ("qkv-cue-coffee", "qkv-cue-book")
+        );
+        for (svg, target) in [(first, "coffee"), (second, "book")] {
+            let svg = svg.as_str();
+            assert_eq!(count(svg, "fill=\"#F27D72\""), 1, "one red object");
+            for name in ["newspaper", "research", "coffee", "notebook", "book"]
+            {
+                assert!(svg.contains(&format!(">\n{name}\n</text>")), "{name}");
+            }
+            // The one arrow runs from the eye's bottom (360, 56) to the top
+            // of the object looked at (the cup's middle is at x 360, the
+            // book's at 640).
+            let end = if target == "coffee" {
+                "360,120"
+            } else {
+                "640,120"
+            };
+            assert!(svg.contains(&format!("360,56 {end}")), "{target}: {svg}");
         }
     }
 
@@ -274,7 +349,7 @@ mod tests {
             let scores = randn([10, 10], 0, &device)
                 .try_into_vec_as::<f64>()
                 .unwrap();
-            let out = LISTINGS[1].execute(&device).unwrap();
+            let out = run_named(LISTINGS, "qkv-softmax-rows", &device);
             let first: Vec<&str> = out.text().lines().take(3).collect();
             assert_eq!(
                 first.join("\n"),

@@ -22,6 +22,7 @@ pub const LISTINGS: &[Listing] = &[
     Listing::new("scoring-other-keys", file!(), other_keys_exercise),
     Listing::new("scoring-sum", file!(), sum_exercise),
     Listing::new("scoring-distance", file!(), distance_exercise),
+    Listing::new("scoring-cost", file!(), cost_exercise),
 ];
 
 fn masked_softmax_demo(
@@ -332,6 +333,68 @@ fn distance_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     Ok(())
 }
 
+// ANCHOR: cost_count
+/// The work of one forward pass over `b` batches of `n` queries and `n`
+/// keys of `d` features (values of `d` too), in FLOPs (a multiply-add is
+/// 2, a sum, tanh or exp 1), and the entries of its largest intermediate
+/// tensor: additive attention with `h` hidden units, or (h = None) scaled
+/// dot products.
+fn cost(b: usize, n: usize, d: usize, h: Option<usize>) -> (usize, usize) {
+    let softmax = 3 * b * n * n; // exp, sum, divide
+    let pooling = 2 * b * n * n * d; // weights (n × n) by values (n × d)
+    match h {
+        // W_q q and W_k k; then per (query, key) pair, h sums, h tanh
+        // and h multiply-adds with w_v, in a (b, n, n, h) tensor
+        Some(h) => {
+            let scores = 4 * b * n * d * h + 4 * b * n * n * h;
+            (scores + softmax + pooling, b * n * n * h)
+        }
+        // a d-long dot product per pair, then one division by √d
+        None => (2 * b * n * n * d + b * n * n + softmax + pooling, b * n * n),
+    }
+}
+// ANCHOR_END: cost_count
+
+/// Exercise 4: the cost of additive and scaled dot-product attention as
+/// the sizes grow (d2l en §11.3, exercise 3).
+fn cost_exercise(_: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: cost_exercise
+    let b = 2;
+    writeln!(
+        out,
+        "               MFLOP                 largest tensor, MB"
+    )?;
+    writeln!(
+        out,
+        "  n    d    h  additive    dot  ratio  additive    dot  ratio"
+    )?;
+    let sizes = [
+        (64, 64, 64),
+        (256, 64, 64),
+        (256, 64, 16),
+        (256, 64, 256),
+        (256, 256, 64),
+    ];
+    for (n, d, h) in sizes {
+        let (add, add_largest) = cost(b, n, d, Some(h));
+        let (dot, dot_largest) = cost(b, n, d, None);
+        let (mb, mflop) =
+            (|e: usize| e as f64 * 4e-6, |f: usize| f as f64 / 1e6);
+        writeln!(
+            out,
+            "{n:3} {d:4} {h:4} {:9.1} {:6.1} {:6.2} {:9.2} {:6.2} {:6}",
+            mflop(add),
+            mflop(dot),
+            add as f64 / dot as f64,
+            mb(add_largest),
+            mb(dot_largest),
+            add_largest / dot_largest,
+        )?;
+    }
+    // ANCHOR_END: cost_exercise
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -490,5 +553,56 @@ mod tests {
         assert!(gap(ours, by_dot) < 1e-6);
         let text = run("scoring-distance", &device).text().to_owned();
         assert_eq!(text.matches("dot product:").count(), 2, "{text}");
+    }
+
+    /// Exercise 4: the counts agree with the shapes the two layers build
+    /// (weights, scores, the (b, n, n, h) features), the largest tensors
+    /// differ by exactly h, and for long sequences the scores' ratio of
+    /// FLOPs tends to 4h/(2d + 1), about 2h/d.
+    #[test]
+    fn the_cost_counts_follow_the_shapes() {
+        let device = Device::flex();
+        for (b, n, d, h) in [(2, 64, 64, 64), (1, 10, 8, 3), (3, 7, 5, 16)] {
+            let (q, k) =
+                (randn([b, n, d], 1, &device), randn([b, n, d], 2, &device));
+            let layer = AdditiveAttentionConfig::new(d, d, h).init(&device);
+            let entries = |dims: &[usize]| dims.iter().product::<usize>();
+            let projected = [&layer.w_q, &layer.w_k]
+                .map(|w| 2 * b * n * entries(&w.weight.dims()));
+            let features = (layer.w_q.forward(q.clone()).unsqueeze_dim::<4>(2)
+                + layer.w_k.forward(k.clone()).unsqueeze_dim::<4>(1))
+            .dims();
+            let scores = layer.scores(q.clone(), k.clone()).dims();
+            let [w_v_in, w_v_out] = layer.w_v.weight.dims();
+            assert!(layer.w_q.bias.is_none() && w_v_out == 1);
+            // sum and tanh per entry, a multiply-add with w_v
+            let per_feature = 1 + 1 + 2 * w_v_out;
+            let shared = 3 * entries(&scores) + 2 * entries(&scores) * d;
+            let additive = projected.iter().sum::<usize>()
+                + per_feature * entries(&features)
+                + shared;
+            assert_eq!(w_v_in, h);
+            assert_eq!(cost(b, n, d, Some(h)), (additive, entries(&features)));
+            let dot_scores =
+                DotProductAttentionConfig::new().init().scores(q, k).dims();
+            let dot =
+                2 * entries(&dot_scores) * d + entries(&dot_scores) + shared;
+            assert_eq!(cost(b, n, d, None), (dot, entries(&dot_scores)));
+            assert_eq!(entries(&features), h * entries(&dot_scores));
+        }
+        let (d, h) = (64, 16);
+        let ratio = |n| {
+            let (add, dot) = (cost(1, n, d, Some(h)).0, cost(1, n, d, None).0);
+            // the scores alone: drop the shared softmax and pooling
+            let shared = 3 * n * n + 2 * n * n * d;
+            (add - shared) as f64 / (dot - shared) as f64
+        };
+        let limit = 4.0 * h as f64 / (2 * d + 1) as f64;
+        assert!(
+            (ratio(1 << 16) - limit).abs() < 1e-3 * limit,
+            "{}",
+            ratio(1 << 16)
+        );
+        assert!(ratio(64) > 1.5 * limit);
     }
 }

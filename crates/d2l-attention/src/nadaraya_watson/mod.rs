@@ -5,6 +5,7 @@ mod parametric;
 
 pub use parametric::{
     EpochLog, NWKernelRegression, leave_one_out, leave_one_out_loss, train,
+    train_on,
 };
 
 use burn::tensor::{Device, Tensor, activation::softmax};

@@ -203,21 +203,66 @@ pub struct EpochLog {
 /// assert!(model.w().is_finite());
 /// ```
 pub fn train(
-    mut model: NWKernelRegression,
+    model: NWKernelRegression,
     x_train: Tensor<1>,
     y_train: Tensor<1>,
+    lr: f64,
+    epochs: usize,
+    on_epoch: impl FnMut(&EpochLog),
+) -> Result<NWKernelRegression, RegressionError> {
+    let (keys, values) = leave_one_out(x_train.clone(), y_train.clone())?;
+    train_on(
+        model,
+        (x_train, keys, values),
+        y_train,
+        lr,
+        epochs,
+        on_epoch,
+    )
+}
+
+/// Trains `model` as [`train`] does, on given `queries` (n,), each with
+/// its own row of `keys` and `values` (n, m), against `targets` (n,): with
+/// every training point among its own keys, say, which [`train`] leaves
+/// out (d2l en §11.2, exercise 2).
+///
+/// # Errors
+/// [`RegressionError::Diverged`] when `w` stops being finite.
+///
+/// # Panics
+/// When the shapes do not match as stated.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::nadaraya_watson::*;
+///
+/// let device = Device::flex().autodiff();
+/// let data = Dataset::generate(20, 0, &device);
+/// // Each point among its own keys: all 20 for every query.
+/// let all = |t: &Tensor<1>| t.clone().unsqueeze::<2>().expand([20, 20]);
+/// let (x, y) = (data.x_train, data.y_train);
+/// let mut ws = Vec::new();
+/// let model = NWKernelRegression::new(1.0, &device);
+/// train_on(model, (x.clone(), all(&x), all(&y)), y, 0.5, 3, |l| ws.push(l.w)).unwrap();
+/// // Narrowing the window only helps when a point may predict itself.
+/// assert!(ws[0] > 1.0 && ws[1] > ws[0] && ws[2] > ws[1], "{ws:?}");
+/// ```
+pub fn train_on(
+    mut model: NWKernelRegression,
+    (queries, keys, values): (Tensor<1>, Tensor<2>, Tensor<2>),
+    targets: Tensor<1>,
     lr: f64,
     epochs: usize,
     mut on_epoch: impl FnMut(&EpochLog),
 ) -> Result<NWKernelRegression, RegressionError> {
     use burn::optim::{GradientsParams, SgdConfig};
-    let (keys, values) = leave_one_out(x_train.clone(), y_train.clone())?;
     let mut optimizer = SgdConfig::new().init();
     for epoch in 1..=epochs {
         // ANCHOR: train_step
         let (y_hat, _) =
-            model.forward(x_train.clone(), keys.clone(), values.clone());
-        let loss = (y_hat - y_train.clone()).powi_scalar(2).sum();
+            model.forward(queries.clone(), keys.clone(), values.clone());
+        let loss = (y_hat - targets.clone()).powi_scalar(2).sum();
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         let grad = grads
             .get::<1>(model.w.id)
