@@ -1,8 +1,9 @@
 //! Every number a page's prose quotes agrees with what the book's code
 //! prints or states: one of the page's captured outputs (`figures/*.txt`
 //! it includes), the source files it shows listings from (a configuration
-//! or a checked bound it states), or the committed benchmark reports it
-//! names by path (the Performance page: all of them). The few
+//! or a checked bound it states), or the output printed in a committed
+//! benchmark report it names by path (the Performance page: every report,
+//! whole). The few
 //! numbers quoted from elsewhere (a paper, d2l's printed run, a version)
 //! are listed in `quoted-numbers.txt` with their source; "from test `name`"
 //! there names the test that asserts the number.
@@ -18,8 +19,8 @@ use common::{book, includes, pages};
 
 /// What a page's numbers may come from: (name, text) of each output and
 /// source file it includes from (whole: a bound a listing's facts check
-/// stands there too), and the benchmark reports it names by path (every
-/// report for the Performance page).
+/// stands there too), and the fenced output of the benchmark reports it
+/// names by path (every report, whole, for the Performance page).
 fn sources(page: &str, text: &str) -> Vec<(String, String)> {
     let src = book().join("src");
     let mut found = Vec::new();
@@ -35,11 +36,30 @@ fn sources(page: &str, text: &str) -> Vec<(String, String)> {
     for entry in fs::read_dir(&reports).unwrap() {
         let path = entry.unwrap().path();
         let name = path.strip_prefix(book()).unwrap().display().to_string();
-        if page == "performance.md" || text.contains(&name) {
-            found.push((name, fs::read_to_string(&path).unwrap()));
+        let report = fs::read_to_string(&path).unwrap();
+        if page == "performance.md" {
+            found.push((name, report));
+        } else if text.contains(&name) {
+            found.push((name, fenced(&report)));
         }
     }
     found
+}
+
+/// The lines of `report`'s fenced blocks: what a run printed, not what
+/// the report's prose says of it.
+fn fenced(report: &str) -> String {
+    let mut inside = false;
+    let mut kept = String::new();
+    for line in report.lines() {
+        if line.starts_with("```") {
+            inside = !inside;
+        } else if inside {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    kept
 }
 
 /// One line of `quoted-numbers.txt`: a page, a number as written there,

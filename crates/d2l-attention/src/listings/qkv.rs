@@ -296,12 +296,17 @@ mod tests {
         );
         for (svg, target) in [(first, "coffee"), (second, "book")] {
             let svg = svg.as_str();
+            // One red object, the third box: the cup.
             assert_eq!(count(svg, "fill=\"#F27D72\""), 1, "one red object");
+            assert!(svg.contains(
+                "<rect x=\"300\" y=\"120\" width=\"120\" height=\"52\" opacity=\"1\" fill=\"#F27D72\""
+            ));
             for name in ["newspaper", "research", "coffee", "notebook", "book"]
             {
                 assert!(svg.contains(&format!(">\n{name}\n</text>")), "{name}");
             }
-            // The one arrow runs from the eye's bottom (360, 56) to the top
+            assert_eq!(count(svg, "<polyline"), 1, "one arrow");
+            // The arrow runs from the eye's bottom (360, 56) to the top
             // of the object looked at (the cup's middle is at x 360, the
             // book's at 640).
             let end = if target == "coffee" {

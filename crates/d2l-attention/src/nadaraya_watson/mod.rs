@@ -46,6 +46,17 @@ pub enum RegressionError {
         /// Number of targets.
         y: usize,
     },
+    /// An argument of [`train_on`] has a shape that does not fit the
+    /// others.
+    #[error("`{arg}` has shape {shape:?}, expected {expected}")]
+    Shape {
+        /// The argument's name.
+        arg: &'static str,
+        /// Its shape.
+        shape: Vec<usize>,
+        /// The shape it needs, in words.
+        expected: String,
+    },
     /// A query has no training point inside the kernel's support, so its
     /// weights would be 0/0.
     #[error(

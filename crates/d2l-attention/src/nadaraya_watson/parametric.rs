@@ -150,7 +150,7 @@ pub fn leave_one_out(
 }
 // ANCHOR_END: leave_one_out
 
-/// One epoch of [`train`]: the loss and gradient at the start of the
+/// One epoch of [`train`] or [`train_on`]: the loss and gradient at the start of the
 /// epoch, and `w` after its SGD step.
 ///
 /// # Examples
@@ -224,13 +224,12 @@ pub fn train(
 /// Trains `model` as [`train`] does, on given `queries` (n,), each with
 /// its own row of `keys` and `values` (n, m), against `targets` (n,): with
 /// every training point among its own keys, say, which [`train`] leaves
-/// out (d2l en §11.2, exercise 2).
+/// out (d2l en §11.2, exercise 2). `model` and the tensors must live on an
+/// autodiff device.
 ///
 /// # Errors
-/// [`RegressionError::Diverged`] when `w` stops being finite.
-///
-/// # Panics
-/// When the shapes do not match as stated.
+/// [`RegressionError::Shape`] naming the argument whose shape does not
+/// fit; [`RegressionError::Diverged`] when `w` stops being finite.
 ///
 /// # Examples
 /// ```
@@ -244,9 +243,15 @@ pub fn train(
 /// let (x, y) = (data.x_train, data.y_train);
 /// let mut ws = Vec::new();
 /// let model = NWKernelRegression::new(1.0, &device);
-/// train_on(model, (x.clone(), all(&x), all(&y)), y, 0.5, 3, |l| ws.push(l.w)).unwrap();
-/// // Narrowing the window only helps when a point may predict itself.
+/// let data = (x.clone(), all(&x), all(&y));
+/// train_on(model, data, y.clone(), 0.5, 3, |l| ws.push(l.w)).unwrap();
+/// // A narrower window brings each point's own target closer: w grows.
 /// assert!(ws[0] > 1.0 && ws[1] > ws[0] && ws[2] > ws[1], "{ws:?}");
+/// // Keys for another number of queries are refused, by name.
+/// let model = NWKernelRegression::new(1.0, &device);
+/// let err = train_on(model, (x.clone(), all(&x).narrow(0, 0, 5), all(&y)), y, 0.5, 1, |_| ())
+///     .unwrap_err();
+/// assert_eq!(err.to_string(), "`keys` has shape [5, 20], expected (20, m)");
 /// ```
 pub fn train_on(
     mut model: NWKernelRegression,
@@ -257,6 +262,7 @@ pub fn train_on(
     mut on_epoch: impl FnMut(&EpochLog),
 ) -> Result<NWKernelRegression, RegressionError> {
     use burn::optim::{GradientsParams, SgdConfig};
+    check_rows(&queries, &keys, &values, &targets)?;
     let mut optimizer = SgdConfig::new().init();
     for epoch in 1..=epochs {
         // ANCHOR: train_step
@@ -281,6 +287,47 @@ pub fn train_on(
         on_epoch(&log);
     }
     Ok(model)
+}
+
+/// Checks [`train_on`]'s shapes: queries (n,), keys and values (n, m),
+/// targets (n,).
+fn check_rows(
+    queries: &Tensor<1>,
+    keys: &Tensor<2>,
+    values: &Tensor<2>,
+    targets: &Tensor<1>,
+) -> Result<(), RegressionError> {
+    let [n] = queries.dims();
+    let [_, m] = keys.dims();
+    let fits = |arg, shape: Vec<usize>, expected: Vec<usize>, words: String| {
+        if shape == expected {
+            Ok(())
+        } else {
+            Err(RegressionError::Shape {
+                arg,
+                shape,
+                expected: words,
+            })
+        }
+    };
+    fits(
+        "keys",
+        keys.dims().to_vec(),
+        vec![n, m],
+        format!("({n}, m)"),
+    )?;
+    fits(
+        "values",
+        values.dims().to_vec(),
+        vec![n, m],
+        format!("({n}, {m})"),
+    )?;
+    fits(
+        "targets",
+        targets.dims().to_vec(),
+        vec![n],
+        format!("({n},)"),
+    )
 }
 
 /// The leave-one-out training loss Σ (ŷ − y)² of [`train`] at a given `w`,
