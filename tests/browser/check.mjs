@@ -3,6 +3,10 @@
 // naming the page and the element, when
 // - a figure (an <object>, so that its hover titles show) did not load, has
 //   no size, no caption, or text under 9 px as shown; an image likewise;
+// - two texts of a figure overlap or stand under 1 px apart as shown; a mark
+//   or text of a figure is cut by its edge, or cut in part by a clip-path;
+// - TeX shows raw (`_{`, `^{`, `$`) in the page's text outside code and math,
+//   captions included, or in a figure;
 // - a character of the page shows as an empty box: no loaded font has it;
 // - a page whose source has math shows no KaTeX, a KaTeX error, or raw TeX;
 // - a request leaves 127.0.0.1, a request fails, or the console logs an error;
@@ -115,6 +119,156 @@ async function missingGlyphs() {
   return found;
 }
 
+// The figures as displayed (each <object>'s document measures in displayed
+// px): texts that overlap or stand under 1 px apart; a mark or text cut by
+// the SVG's edge, or cut in part (not hidden whole) by its clip-path's rect.
+// What a reader cannot see is skipped: hover targets (in <g opacity="0">),
+// hidden or empty elements.
+function figureLayout() {
+  const hidden = (el) => el.closest('[opacity="0"], clipPath, defs') ||
+    getComputedStyle(el).visibility === "hidden" ||
+    empty(el.getBoundingClientRect()) ||
+    (el.tagName === "text" && !el.textContent.trim());
+  const empty = (b) => b.right - b.left === 0 && b.bottom - b.top === 0;
+  const bounds = (points) => {
+    const xs = points.map((p) => p.x);
+    const ys = points.map((p) => p.y);
+    return { left: Math.min(...xs), right: Math.max(...xs),
+      top: Math.min(...ys), bottom: Math.max(...ys) };
+  };
+  const corners = (b) => [{ x: b.left, y: b.top }, { x: b.right, y: b.bottom }];
+  // A rect in an element's user space, as displayed.
+  const shown = (el, x, y, width, height) => {
+    const m = el.getScreenCTM();
+    return bounds([[x, y], [x + width, y], [x, y + height], [x + width, y + height]]
+      .map(([px, py]) => new DOMPoint(px, py).matrixTransform(m)));
+  };
+  // A text's glyphs, a box a character, turned as the text is: along the
+  // text, the character's advance (side bearings included: letters closer
+  // than that run together); across, its ink from the baseline (a canvas
+  // measures it at 1000 px in the text's font), not the font's line box,
+  // which makes stacked tick labels, or turned ones side by side, seem to
+  // touch. A tspan's smaller characters scale with their cell's height.
+  const ctx = document.createElement("canvas").getContext("2d");
+  const glyphs = (text) => {
+    const style = getComputedStyle(text);
+    ctx.font = `${style.fontStyle} ${style.fontWeight} 1000px ${style.fontFamily}`;
+    const chars = text.textContent.replace(/\s+/g, " ").trim().split("");
+    const count = text.getNumberOfChars();
+    const whole = ctx.measureText(chars.join(""));
+    const sizePerHeight = parseFloat(style.fontSize) / text.getExtentOfChar(0).height;
+    return [...Array(count).keys()].filter((i) => chars[i] !== " ").map((i) => {
+      const cell = text.getExtentOfChar(i);
+      const em = (cell.height * sizePerHeight) / 1000;
+      // (each character's own ink, unless the characters do not match)
+      const m = chars.length === count ? ctx.measureText(chars[i]) : whole;
+      const top = text.getStartPositionOfChar(i).y - m.actualBoundingBoxAscent * em;
+      return shown(text, cell.x, top, cell.width,
+        (m.actualBoundingBoxAscent + m.actualBoundingBoxDescent) * em);
+    });
+  };
+  const around = (boxes) => bounds(boxes.flatMap(corners));
+  const box = (el) =>
+    (el.tagName === "text" ? around(glyphs(el)) : el.getBoundingClientRect());
+  // How far box b reaches out of frame f (0 when inside).
+  const out = (b, f) => Math.max(f.left - b.left, b.right - f.right,
+    f.top - b.top, b.bottom - f.bottom, 0);
+  const gap = (a, b) => Math.max(a.left - b.right, b.left - a.right,
+    a.top - b.bottom, b.top - a.bottom);
+  const words = (el) => (el.tagName === "text" ? el.textContent
+    : el.querySelector("title")?.textContent ?? "").trim().replace(/\s+/g, " ");
+  const label = (el) =>
+    `<${el.tagName}>${words(el) ? ` "${words(el).slice(0, 40)}"` : ""}`;
+
+  const overlaps = (svg) => {
+    const texts = [...svg.querySelectorAll("text")].filter((t) => !hidden(t))
+      .map((t) => ({ t, glyphs: glyphs(t) }))
+      .map((a) => ({ ...a, b: around(a.glyphs) }));
+    const close = (a, c) => gap(a.b, c.b) < 1 &&
+      a.glyphs.some((g) => c.glyphs.some((h) => gap(g, h) < 1));
+    return texts.flatMap((a, i) => texts.slice(i + 1)
+      .filter((c) => close(a, c))
+      .map((c) => `"${words(a.t)}" and "${words(c.t)}"`));
+  };
+  const marks = "text, circle, ellipse, rect, line, polyline, polygon, path";
+  // (a rect that covers the whole figure is its background)
+  const background = (el, b, frame) => el.tagName === "rect" && out(frame, b) === 0;
+  const cutByEdge = (svg) => {
+    const frame = svg.getBoundingClientRect();
+    return [...svg.querySelectorAll(marks)].filter((el) => !hidden(el))
+      .map((el) => ({ el, b: box(el) }))
+      .filter(({ el, b }) => out(b, frame) >= 0.5 && !background(el, b, frame))
+      .map(({ el, b }) => `${label(el)} by ${out(b, frame).toFixed(1)} px`);
+  };
+  const cutByClip = (svg) => [...svg.querySelectorAll("[clip-path]")].flatMap((group) => {
+    const id = group.getAttribute("clip-path").match(/url\(#(.+)\)/)?.[1];
+    const rect = id && svg.querySelector(`clipPath[id="${id}"] > rect`);
+    if (!rect) return [];
+    const clip = shown(group,
+      ...["x", "y", "width", "height"].map((a) => rect[a].baseVal.value));
+    // partly inside (gap < 0), partly out
+    return [...group.querySelectorAll("text, circle, ellipse, rect")]
+      .filter((el) => !hidden(el))
+      .map((el) => ({ el, b: box(el) }))
+      .filter(({ b }) => gap(b, clip) < 0 && out(b, clip) >= 0.5)
+      .map(({ el, b }) => `${label(el)} by ${out(b, clip).toFixed(1)} px`);
+  });
+  // the first few, each once (with how often it occurs)
+  const first = (list) => {
+    const counts = new Map();
+    list.forEach((item) => counts.set(item, (counts.get(item) ?? 0) + 1));
+    const items = [...counts].map(([item, n]) => (n > 1 ? `${item} (×${n})` : item));
+    return items.slice(0, 5).join(", ") +
+      (items.length > 5 ? ` and ${items.length - 5} more` : "");
+  };
+
+  const found = [];
+  for (const object of document.querySelectorAll("main figure.figure object")) {
+    const svg = object.contentDocument?.documentElement;
+    if (svg?.tagName !== "svg") continue; // reported as not shown
+    const name = object.getAttribute("data");
+    for (const [what, list] of [["texts overlap or touch in", overlaps(svg)],
+      ["cut by the edge of", cutByEdge(svg)],
+      ["cut in part by the clip-path in", cutByClip(svg)]]) {
+      if (list.length) found.push(`${what} ${name}: ${first(list)}`);
+    }
+  }
+  return found;
+}
+
+// TeX left raw (`_{`, `^{`, `$`) in text that a reader sees: the page's
+// text outside code and rendered math (.katex), captions included, and the
+// figures' texts.
+function rawTex() {
+  const raw = /_\{|\^\{|\$/;
+  const found = [];
+  const main = document.querySelector("main");
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    const parent = node.parentElement;
+    if (!raw.test(node.textContent) ||
+      parent.closest("pre, code, .katex, script, style") ||
+      !parent.checkVisibility()) continue;
+    const where = parent.closest("figure")?.querySelector("object")
+      ?.getAttribute("data");
+    const text = node.textContent.trim().replace(/\s+/g, " ");
+    const at = Math.max(0, text.search(raw) - 30);
+    found.push(`raw TeX in the ${where ? `caption of ${where}` : "text"}: ` +
+      `…${text.slice(at, at + 60)}…`);
+  }
+  for (const object of main.querySelectorAll("figure.figure object")) {
+    const svg = object.contentDocument?.documentElement;
+    for (const text of svg?.querySelectorAll("text") ?? []) {
+      if (raw.test(text.textContent) && !text.closest('[opacity="0"]')) {
+        found.push(`raw TeX in ${object.getAttribute("data")}: ` +
+          `"${text.textContent.trim()}"`);
+      }
+    }
+  }
+  return found;
+}
+
 const chapters = fs.readdirSync(src)
   .filter((f) => f.endsWith(".md") && f !== "SUMMARY.md")
   .map((f) => f.slice(0, -3));
@@ -217,6 +371,8 @@ for (const chapter of chapters) {
     return found;
   }, hasMath));
   problems.push(...await page.evaluate(missingGlyphs));
+  problems.push(...await page.evaluate(figureLayout));
+  problems.push(...await page.evaluate(rawTex));
   const term = SEARCH[chapter];
   if (term) {
     await page.click("#mdbook-search-toggle");

@@ -6,17 +6,26 @@
 //   browser header or footer;
 // - the figure pack for teachers, `figures/<chapter>.pdf` (and the `.html`
 //   it is printed from): each figure of the chapter at full page width, its
-//   caption, the page and section it belongs to, and the listing that drew
-//   it (its name from figures/fingerprints.txt and its code from the page).
+//   caption (its math rendered by KaTeX), the page and section it belongs
+//   to, and the listing that drew it: its name from figures/fingerprints.txt
+//   and its code from the page's `div.listing[data-listing=NAME]` blocks.
+// It fails, after writing them all, when a figure does not load, a figure
+// has no code in its pack, a pack's caption shows raw TeX (`_{`, `^{`, `$`),
+// or a page of a chapter's PDF or of book.pdf (its last aside) ends too
+// empty (tests/browser/blank-pages.mjs): more than 65 % empty, or more than
+// 15 % with the next page starting with code. Pages more than 40 % empty
+// are listed.
 //
 // Usage: node tests/browser/handouts.mjs [HTML_DIR] [--letter]
 // (HTML_DIR defaults to book/html; the PDFs go next to it, in ../handouts)
-// Chromium as for check.mjs: /usr/bin/chromium or $CHROMIUM.
+// Chromium as for check.mjs: /usr/bin/chromium or $CHROMIUM; pdftoppm from
+// poppler-utils.
 
 import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { chromium } from "playwright-core";
+import { emptyPages, havePdftoppm } from "./blank-pages.mjs";
 
 const args = process.argv.slice(2);
 const format = args.includes("--letter") ? "Letter" : "A4";
@@ -28,6 +37,11 @@ for (const [what, file] of [["Chromium", executablePath],
     console.error(`handouts: no ${what} at ${file}`);
     process.exit(2);
   }
+}
+if (!havePdftoppm()) {
+  console.error("handouts: no pdftoppm, to measure the pages' blank space: " +
+    "apt-get install poppler-utils");
+  process.exit(2);
 }
 const out = path.join(book, "..", "handouts", format.toLowerCase());
 const packDir = path.join(out, "figures");
@@ -50,7 +64,8 @@ const browser = await chromium.launch({
 const page = await browser.newPage();
 // A figure that does not load would print as a blank space: fail instead.
 const failed = [];
-page.on("requestfailed", (r) => failed.push(`${r.url()}: ${r.failure()?.errorText}`));
+page.on("requestfailed",
+  (r) => failed.push(`failed to load ${r.url()}: ${r.failure()?.errorText}`));
 // mdBook's print.html calls window.print() when it loads, which would race
 // with page.pdf ("Page is already being printed"): disable it in every
 // document before the page's own scripts run.
@@ -94,34 +109,67 @@ async function pdf(url, target) {
   await page.pdf({ path: target, format, printBackground: true, margin });
 }
 
-// Each figure of the open page: its SVG, caption, the nearest heading and
-// Rust listing before it.
-function figuresOfPage() {
+// A chapter's PDF (or the book's): note its pages more than 40 % empty,
+// and fail on those too empty (see blank-pages.mjs).
+function checkBlankPages(target) {
+  for (const p of emptyPages(target, path.basename(target), parseFloat(margin.top))) {
+    if (p.tooEmpty) failed.push(`page too empty: ${p.text}`);
+    else console.log(`handouts: note: ${p.text}`);
+  }
+}
+
+// Each figure of the open page: its SVG, caption (as HTML, with KaTeX's
+// math), the nearest heading before it, and the listing that drew it (from
+// `drawnBy`, the manifest: SVG file name → listing name) with its code, all
+// the page's `div.listing[data-listing=NAME]` blocks.
+function figuresOfPage(drawnBy) {
   const before = (el, selector) => [...document.querySelectorAll(selector)]
     .filter((c) => c.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING)
     .pop();
-  return [...document.querySelectorAll("main figure.figure")].map((f) => ({
-    svg: f.querySelector("object").getAttribute("data"),
-    ratio: f.querySelector("object").style.aspectRatio,
-    caption: f.querySelector("figcaption").textContent,
-    section: before(f, "main h2, main h3")?.textContent ?? "",
-    code: before(f, "main pre > code.language-rust")?.innerText ?? "",
-  }));
+  const code = (listing) => [...document.querySelectorAll(
+    `div.listing[data-listing="${CSS.escape(listing)}"] pre`)]
+    .map((pre) => (pre.querySelector("code") ?? pre).innerText.replace(/\n+$/, ""))
+    .join("\n\n");
+  return [...document.querySelectorAll("main figure.figure")].map((f) => {
+    const svg = f.querySelector("object").getAttribute("data");
+    const listing = drawnBy[svg.split("/").pop()] ?? "";
+    return {
+      svg,
+      listing,
+      ratio: f.querySelector("object").style.aspectRatio,
+      caption: f.querySelector("figcaption").innerHTML,
+      section: before(f, "main h2, main h3")?.textContent ?? "",
+      code: listing ? code(listing) : "",
+    };
+  });
+}
+
+// Captions of the open pack that show raw TeX outside KaTeX's math.
+function rawTexInCaptions() {
+  return [...document.querySelectorAll(".caption")].flatMap((caption) => {
+    const copy = caption.cloneNode(true);
+    copy.querySelectorAll(".katex").forEach((k) => k.remove());
+    const text = copy.textContent.replace(/\s+/g, " ").trim();
+    const at = text.search(/_\{|\^\{|\$/);
+    return at < 0 ? [] : [`…${text.slice(Math.max(0, at - 30), at + 30)}…`];
+  });
 }
 
 const escape = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;")
   .replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 
+// KaTeX's stylesheet as theme/head.hbs links it, from the packs' folder.
+const katexCss = path.relative(packDir, path.join(book, "katex", "katex.min.css"));
+
 function packHtml(title, chapter, figures) {
   const items = figures.map((f, i) => {
-    const name = path.basename(f.svg);
-    const listing = drawnBy.get(name) ?? "(not in the manifest)";
+    const listing = f.listing || "(not in the manifest)";
     const svg = path.relative(packDir, path.join(book, f.svg));
     return `<section>
 <h2>Figure ${i + 1}: ${escape(f.section)}</h2>
 <object data="${escape(svg)}" type="image/svg+xml"
   style="aspect-ratio: ${escape(f.ratio)}"></object>
-<p class="caption">${escape(f.caption)}</p>
+<p class="caption">${f.caption}</p>
 <p class="source">From the page “${escape(title)}” (${escape(chapter)}),
 drawn by the listing <code>${escape(listing)}</code>:</p>
 <pre>${escape(f.code)}</pre>
@@ -130,6 +178,7 @@ drawn by the listing <code>${escape(listing)}</code>:</p>
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>Figures: ${escape(title)}</title>
+<link rel="stylesheet" href="${escape(katexCss)}">
 <style>
 body { font-family: sans-serif; margin: 0; }
 h1 { font-size: 1.4em; }
@@ -148,23 +197,34 @@ ${items.join("\n")}
 let packs = 0;
 for (const chapter of chapters) {
   const url = pathToFileURL(path.join(book, chapter)).href;
-  await pdf(url, path.join(out, chapter.replace(/\.html$/, ".pdf")));
-  const figures = await page.evaluate(figuresOfPage);
+  const target = path.join(out, chapter.replace(/\.html$/, ".pdf"));
+  await pdf(url, target);
+  checkBlankPages(target);
+  const figures = await page.evaluate(figuresOfPage, Object.fromEntries(drawnBy));
+  for (const f of figures.filter((f) => !f.code.trim())) {
+    failed.push(`no code for ${f.svg} in its pack (${chapter}): ` + (f.listing
+      ? `no div.listing[data-listing="${f.listing}"] pre on the page`
+      : "not in figures/fingerprints.txt"));
+  }
   if (figures.length > 0) {
     const title = await page.evaluate(
       () => document.querySelector("main h1")?.textContent ?? document.title);
     const html = path.join(packDir, chapter);
     fs.writeFileSync(html, packHtml(title, chapter, figures));
     await pdf(pathToFileURL(html).href, html.replace(/\.html$/, ".pdf"));
+    for (const raw of await page.evaluate(rawTexInCaptions)) {
+      failed.push(`raw TeX in a caption of figures/${chapter}: ${raw}`);
+    }
     packs += 1;
   }
   console.log(`handouts: ${chapter} (${figures.length} figures)`);
 }
-await pdf(pathToFileURL(path.join(book, "print.html")).href,
-  path.join(out, "book.pdf"));
+const whole = path.join(out, "book.pdf");
+await pdf(pathToFileURL(path.join(book, "print.html")).href, whole);
+checkBlankPages(whole);
 await browser.close();
 if (failed.length > 0) {
-  console.error(`handouts: failed to load:\n${failed.join("\n")}`);
+  console.error(`handouts: ${failed.length} problem(s):\n${failed.join("\n")}`);
   process.exit(1);
 }
 console.log(`handouts: ${chapters.length} chapters and book.pdf in ${out}; ` +

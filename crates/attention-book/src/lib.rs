@@ -11,6 +11,7 @@
 pub mod compare;
 pub mod embed;
 pub mod fingerprint;
+pub mod marks;
 pub mod prose;
 
 use std::collections::BTreeMap;

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use attention_book::embed::{embed_figures, with_failure_notice};
+use attention_book::marks::mark_listings;
 use attention_book::{check, compare_folders, render};
 use clap::{Parser, Subcommand};
 use d2l_attention::BackendChoice;
@@ -153,7 +154,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     .fold(chapter.content.clone(), |page, f| {
                         with_failure_notice(&page, f)
                     });
-                match embed_figures(&content, &ctx.root) {
+                // includes are relative to the page's folder
+                let src = ctx.root.join(&ctx.config.book.src);
+                let page = chapter.path.as_ref().map(|p| src.join(p));
+                let dir =
+                    page.as_ref().and_then(|p| p.parent()).unwrap_or(&src);
+                match mark_listings(&content, dir)
+                    .and_then(|marked| embed_figures(&marked, &ctx.root))
+                {
                     Ok(html) => chapter.content = html,
                     Err(e) => failed = Some(e.context(chapter.name.clone())),
                 }

@@ -196,3 +196,33 @@ fn a_series_looks_the_same_in_every_figure_of_a_page() {
     }
     assert!(legends >= 10, "only {legends} legend entries found");
 }
+
+/// Every diagram's drawing code is folded (inside a `<details>`), the same
+/// way on every page: it is layout, not the chapter's subject.
+#[test]
+fn every_diagram_s_code_is_folded() {
+    let mut diagrams = 0;
+    for (page, text) in pages() {
+        let dir = page.parent().unwrap();
+        let mut depth = 0;
+        for line in text.lines() {
+            depth += line.matches("<details").count();
+            depth -= line.matches("</details>").count();
+            for (path, anchor) in includes(line) {
+                let Some(anchor) = anchor else { continue };
+                let source = fs::read_to_string(dir.join(&path)).unwrap();
+                let start = source.find(&format!("// ANCHOR: {anchor}\n")).unwrap();
+                let end = source.find(&format!("// ANCHOR_END: {anchor}\n")).unwrap();
+                if source[start..end].contains("Diagram::new") {
+                    diagrams += 1;
+                    assert!(
+                        depth > 0,
+                        "{}: the diagram code {path}:{anchor} is not folded",
+                        page.display()
+                    );
+                }
+            }
+        }
+    }
+    assert_eq!(diagrams, 6, "the book's diagram listings");
+}

@@ -367,19 +367,31 @@ impl Run {
 
     /// The ratios as a figure: one point per item and round for each
     /// backend, on a log axis, with the line where both sides are equally
-    /// fast; x is the item's number in [`Run::table`].
+    /// fast; x is the item's number in [`Run::table`], each (backend,
+    /// round) set a little apart from the others around it.
     ///
     /// # Errors
     /// When the run holds no figures (nothing to draw).
     pub fn figure(&self) -> Result<Svg, crate::plot::PlotError> {
         let mut series = Vec::new();
-        for backend in self.backends() {
+        let backends = self.backends();
+        let rounds = self.results.iter().map(|m| m.ratios().len()).max();
+        // Each (backend, round) has a place of its own beside the item's
+        // number, so that no two points of an item cover each other.
+        let slots = backends.len() * rounds.unwrap_or(1);
+        let spacing = (0.7 / slots as f64).min(0.2);
+        let offset =
+            |slot: usize| (slot as f64 - (slots - 1) as f64 / 2.0) * spacing;
+        for (b, backend) in backends.iter().enumerate() {
             let (mut x, mut y) = (Vec::new(), Vec::new());
             for (i, item) in ITEMS.iter().enumerate() {
-                for r in
-                    self.find(item.id, backend).map_or(vec![], |m| m.ratios())
-                {
-                    x.push((i + 1) as f64);
+                let ratios =
+                    self.find(item.id, backend).map_or(vec![], |m| m.ratios());
+                for (round, r) in ratios.into_iter().enumerate() {
+                    x.push(
+                        (i + 1) as f64
+                            + offset(b * rounds.unwrap_or(1) + round),
+                    );
                     y.push(r);
                 }
             }
@@ -405,7 +417,7 @@ impl Run {
         .xticks(&items)
         .ylim(step_125(lo, true), step_125(hi, false))
         .yscale(Scale::Log)
-        .figsize(5.0, 3.0);
+        .figsize(6.0, 3.0);
         plot(&series, &axes)
     }
 }
@@ -475,6 +487,33 @@ mod tests {
             .filter_map(|l| l.trim().strip_prefix('"')?.split('"').next())
             .collect();
         assert_eq!(ids, ITEMS.map(|i| i.id));
+    }
+
+    /// No two points of the appendix's figure cover each other (they are
+    /// 3 px in radius), across backends and rounds.
+    #[test]
+    fn the_figure_s_points_stand_apart() {
+        let run: Run = serde_json::from_str(include_str!(
+            "../benches/reports/2026-12-02-tuned-suite.json"
+        ))
+        .unwrap();
+        let svg = run.figure().unwrap().as_str().to_owned();
+        let attr = |c: &str, name: &str| -> f64 {
+            let at = c.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+            c[at..].split('"').next().unwrap().parse().unwrap()
+        };
+        let points: Vec<(f64, f64)> = svg
+            .split("<circle")
+            .filter(|c| c.contains("r=\"3\"><title>"))
+            .map(|c| (attr(c, "cx"), attr(c, "cy")))
+            .collect();
+        assert_eq!(points.len(), 36);
+        for (i, a) in points.iter().enumerate() {
+            for b in &points[i + 1..] {
+                let d = (a.0 - b.0).hypot(a.1 - b.1);
+                assert!(d >= 6.0, "points at {a:?} and {b:?}, {d:.1} px apart");
+            }
+        }
     }
 
     #[test]

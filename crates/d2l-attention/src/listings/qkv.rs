@@ -84,13 +84,8 @@ fn pooling_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
             Node::new((column(i), 308), (w, h), &text).fill(VALUE)
         })
         .collect();
-    let output = Node::new(
-        (560, 290),
-        (120, 72),
-        "output
-Σ α_{i} v_{i}",
-    )
-    .fill(QUERY);
+    let output =
+        Node::new((560, 290), (120, 72), "output\nΣ α_{i} v_{i}").fill(QUERY);
     let mut diagram = Diagram::new((700, 364))
         .arrow(query.side('r'), scores.side('l'))
         .arrow(values[2].side('r'), output.side('l'));

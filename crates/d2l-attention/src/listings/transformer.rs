@@ -25,68 +25,78 @@ pub const LISTINGS: &[Listing] = &[
     Listing::new("transformer-burn", file!(), burn_demo),
 ];
 
-/// The model as a diagram: the encoder's block (left), the decoder's
-/// (right), each repeated N times, with where the masks act.
+/// The model as a diagram (after Vaswani et al. 2017, fig. 1, and d2l zh
+/// fig. 10.7.1): the encoder's column (left), the decoder's (right), each
+/// block framed as the part that repeats N times, with its residual
+/// connections and where the masks act.
 fn model_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: diagram
-    let size = (250, 44);
-    let at = |column: i32, row: i32| (10 + 310 * column, 14 + 62 * row);
-    let node = |column, row, text| Node::new(at(column, row), size, text);
-    let src = node(0, 8, "source tokens");
-    let src_embed = node(0, 7, "embedding × √d + positions");
-    let enc_attention =
-        node(0, 6, "multi-head self-attention\n(padding masked)");
-    let enc_norm1 = node(0, 5, "add & norm");
-    let enc_ffn = node(0, 4, "position-wise FFN");
-    let enc_norm2 = node(0, 3, "add & norm");
-    let tgt = node(1, 8, "target tokens, shifted right");
-    let tgt_embed = node(1, 7, "embedding × √d + positions");
-    let dec_attention =
-        node(1, 6, "masked multi-head self-attention\n(no look ahead)");
-    let dec_norm1 = node(1, 5, "add & norm");
-    let cross =
-        node(1, 4, "encoder–decoder attention\n(source padding masked)");
-    let dec_norm2 = node(1, 3, "add & norm");
-    let dec_ffn = node(1, 2, "position-wise FFN");
-    let dec_norm3 = node(1, 1, "add & norm");
-    let dense = node(1, 0, "dense: scores over\nthe target vocabulary");
-    let (x, y) = (|n: &Node| n.side('l').0, |n: &Node| n.side('l').1);
-    let figure = Diagram::new((580, 580))
-        .arrow(src.side('t'), src_embed.side('b'))
-        .arrow(src_embed.side('t'), enc_attention.side('b'))
-        .arrow(enc_attention.side('t'), enc_norm1.side('b'))
-        .arrow(enc_norm1.side('t'), enc_ffn.side('b'))
-        .arrow(enc_ffn.side('t'), enc_norm2.side('b'))
-        .arrow(enc_norm2.side('t'), (x(&cross) - 60, y(&enc_norm2) - 30))
-        .arrow((x(&cross) - 60, y(&enc_norm2) - 30), cross.side('l'))
-        .arrow(tgt.side('t'), tgt_embed.side('b'))
-        .arrow(tgt_embed.side('t'), dec_attention.side('b'))
-        .arrow(dec_attention.side('t'), dec_norm1.side('b'))
-        .arrow(dec_norm1.side('t'), cross.side('b'))
-        .arrow(cross.side('t'), dec_norm2.side('b'))
-        .arrow(dec_norm2.side('t'), dec_ffn.side('b'))
-        .arrow(dec_ffn.side('t'), dec_norm3.side('b'))
-        .arrow(dec_norm3.side('t'), dense.side('b'))
-        .label((135, 40), "right: decoder block, N times")
-        .label((135, 64), "left: encoder block, N times")
-        .label((135, 104), "each add & norm:")
-        .label((135, 124), "LayerNorm(x + dropout(f(x)))")
-        .node(src)
-        .node(src_embed)
-        .node(enc_attention)
-        .node(enc_norm1)
-        .node(enc_ffn)
-        .node(enc_norm2)
-        .node(tgt)
-        .node(tgt_embed)
-        .node(dec_attention)
-        .node(dec_norm1)
-        .node(cross)
-        .node(dec_norm2)
-        .node(dec_ffn)
-        .node(dec_norm3)
-        .node(dense)
-        .draw()?;
+    // Rows of boxes 66 px apart, row 0 at the top.
+    let y = |row: i32| 16 + 66 * row;
+    let enc = |row, text| Node::new((100, y(row)), (230, 44), text);
+    let dec = |row, text| Node::new((450, y(row)), (270, 44), text);
+    let embedding = "embedding × √d\n+ positional encoding";
+    let encoder = [
+        enc(8, "source tokens"),
+        enc(7, embedding),
+        enc(6, "multi-head self-attention\n(padding masked)"),
+        enc(5, "add & norm"),
+        enc(4, "position-wise FFN"),
+        enc(3, "add & norm"),
+    ];
+    let decoder = [
+        dec(8, "target tokens, shifted right"),
+        dec(7, embedding),
+        dec(6, "masked multi-head self-attention\n(no look ahead)"),
+        dec(5, "add & norm"),
+        dec(4, "encoder–decoder attention\n(source padding masked)"),
+        dec(3, "add & norm"),
+        dec(2, "position-wise FFN"),
+        dec(1, "add & norm"),
+        dec(0, "dense: scores over\nthe target vocabulary"),
+    ];
+    let mut figure = Diagram::new((810, 628))
+        // each stack's block, framed: it repeats N times
+        .frame((72, y(3) - 14), (274, 4 * 66 + 8))
+        .frame((434, y(1) - 14), (318, 6 * 66 + 8))
+        .label((44, y(5)), "N ×")
+        .label((781, y(4)), "× N")
+        .label((215, y(9) + 6), "encoder")
+        .label((585, y(9) + 6), "decoder")
+        .label((215, y(0) + 12), "each add & norm:")
+        .label((215, y(0) + 36), "LayerNorm(x + dropout(f(x)))");
+    for (column, left) in [(&encoder[..], true), (&decoder[..], false)] {
+        // bottom to top, each box into the next
+        for pair in column.windows(2) {
+            figure = figure.arrow(pair[0].side('t'), pair[1].side('b'));
+        }
+        // the residual connections: each sub-layer's input, around it, into
+        // its add & norm (on the left in the encoder, the right in the
+        // decoder)
+        for i in (3..column.len()).step_by(2) {
+            let (x, top) = column[i - 2].side('t');
+            let (side, to) = column[i].side(if left { 'l' } else { 'r' });
+            let bend = if left { side - 16 } else { side + 16 };
+            let from = top - 11;
+            figure =
+                figure.path(&[(x, from), (bend, from), (bend, to), (side, to)]);
+        }
+    }
+    // the encoder's output, the keys and values of every decoder block's
+    // encoder–decoder attention
+    let (x, top) = encoder[5].side('t');
+    let turn = y(2) + 10;
+    figure = figure.path(&[
+        (x, top),
+        (x, turn),
+        (395, turn),
+        (395, decoder[4].side('l').1),
+        decoder[4].side('l'),
+    ]);
+    for node in encoder.into_iter().chain(decoder) {
+        figure = figure.node(node);
+    }
+    let figure = figure.draw()?;
     // ANCHOR_END: diagram
     out.figure("transformer-diagram", figure);
     Ok(())

@@ -126,9 +126,12 @@ fn heatmaps(
     // the decoder's inputs: <bos>, then each token written
     let read: Vec<&str> =
         ["<bos>"].into_iter().chain(written.clone()).collect();
-    let titles: Vec<String> =
-        (0..num_heads).map(|h| format!("head {h}")).collect();
+    let name = |what: &str, n: usize| -> Vec<String> {
+        (1..=n).map(|i| format!("{what} {i}")).collect()
+    };
+    let (titles, layers) = (name("head", num_heads), name("layer", num_layers));
     let titles: Vec<&str> = titles.iter().map(String::as_str).collect();
+    let layers: Vec<&str> = layers.iter().map(String::as_str).collect();
     // (which maps, the figure's name, what the output calls them)
     let kinds = [
         (
@@ -165,7 +168,8 @@ fn heatmaps(
         let grid = grid.narrow(2, 0, num_queries).narrow(3, 0, num_keys);
         let options = HeatmapOptions {
             titles: Some(&titles),
-            figsize: (7.0, 3.8),
+            row_titles: Some(&layers),
+            figsize: (7.0, 4.4),
             xticks: Some(&keys[..num_keys]),
             yticks: Some(&queries[..num_queries]),
             ..HeatmapOptions::default()

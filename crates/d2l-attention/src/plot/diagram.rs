@@ -83,8 +83,8 @@ impl Node {
     }
 }
 
-/// A diagram: boxes, arrows between points, and free text, on a white
-/// canvas of `size` px.
+/// A diagram: boxes, arrows along straight segments, frames around the
+/// boxes of a repeated part, and free text, on a white canvas of `size` px.
 ///
 /// # Examples
 /// ```
@@ -103,7 +103,8 @@ impl Node {
 pub struct Diagram {
     size: (u32, u32),
     nodes: Vec<Node>,
-    arrows: Vec<((i32, i32), (i32, i32))>,
+    arrows: Vec<Vec<(i32, i32)>>,
+    frames: Vec<((i32, i32), (i32, i32))>,
     labels: Vec<((i32, i32), String)>,
 }
 
@@ -132,8 +133,37 @@ impl Diagram {
     ///
     /// # Examples
     /// See [`Diagram`].
-    pub fn arrow(mut self, from: (i32, i32), to: (i32, i32)) -> Self {
-        self.arrows.push((from, to));
+    pub fn arrow(self, from: (i32, i32), to: (i32, i32)) -> Self {
+        self.path(&[from, to])
+    }
+
+    /// Adds an arrow along `points` (px), its head at the last one: a
+    /// path that turns corners, such as a residual connection around a box.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::plot::Diagram;
+    ///
+    /// let svg = Diagram::new((100, 100)).path(&[(50, 90), (10, 90), (10, 10), (40, 10)]);
+    /// assert!(svg.draw().unwrap().as_str().contains("50,90 10,90 10,10"));
+    /// ```
+    pub fn path(mut self, points: &[(i32, i32)]) -> Self {
+        self.arrows.push(points.to_vec());
+        self
+    }
+
+    /// Adds a frame (an unfilled grey rectangle) at `at` of `size` px,
+    /// drawn under everything else: the part of a model that repeats.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::plot::Diagram;
+    ///
+    /// let svg = Diagram::new((100, 100)).frame((10, 10), (80, 60)).draw().unwrap();
+    /// assert!(svg.as_str().contains("<rect x=\"10\" y=\"10\" width=\"80\" height=\"60\""));
+    /// ```
+    pub fn frame(mut self, at: (i32, i32), size: (i32, i32)) -> Self {
+        self.frames.push((at, size));
         self
     }
 
@@ -151,7 +181,7 @@ impl Diagram {
         self
     }
 
-    /// The SVG: arrows first, so that boxes cover their ends.
+    /// The SVG: frames, then arrows, so that boxes cover their ends.
     ///
     /// # Errors
     /// [`PlotError`] when plotters fails to draw.
@@ -168,10 +198,20 @@ impl Diagram {
             let centred = TextStyle::from((FONT, DIAGRAM_FONT).into_font())
                 .color(&ink)
                 .pos(Pos::new(HPos::Center, VPos::Center));
-            for &(from, to) in &self.arrows {
-                root.draw(&PathElement::new([from, to], ink.stroke_width(1)))
+            for &((x, y), (w, h)) in &self.frames {
+                let grey = RGBColor(0x88, 0x88, 0x88).stroke_width(2);
+                root.draw(&Rectangle::new([(x, y), (x + w, y + h)], grey))
                     .map_err(draw_err)?;
-                root.draw(&arrow_head(from, to, ink)).map_err(draw_err)?;
+            }
+            for points in &self.arrows {
+                root.draw(&PathElement::new(
+                    points.clone(),
+                    ink.stroke_width(1),
+                ))
+                .map_err(draw_err)?;
+                if let [.., from, to] = points[..] {
+                    root.draw(&arrow_head(from, to, ink)).map_err(draw_err)?;
+                }
             }
             for node in &self.nodes {
                 let ((x, y), (w, h)) = (node.at, node.size);

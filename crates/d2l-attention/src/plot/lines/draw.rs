@@ -1,336 +1,21 @@
-//! `plot`: lines and scatter points on one pair of axes.
+//! Drawing a [`plot`]: the axes' layout, each series, the legend.
 
 use std::fmt::Write;
+use std::ops::Range;
 
 use plotters::prelude::*;
 
-use super::legend::{GAP, Legend, Place, Swatch, stroke};
-use super::scale::{Scale, ScaleAxis};
-use super::svg::{append, escape, labels_width, text_scale, value};
 use super::{
+    Axes, LINE_CYCLE, LINE_TITLES_MAX, LineStyle, Mark, POINTS_COLOR, Series,
+    Y_LABELS,
+};
+use crate::plot::legend::{GAP, Legend, Place, Swatch, stroke};
+use crate::plot::scale::{Scale, ScaleAxis};
+use crate::plot::svg::{append, escape, labels_width, text_scale, value};
+use crate::plot::{
     FONT, LABEL_FONT, PLOTTERS_PT, PlotError, Svg, TICK_FONT, draw_err,
     invalid, pixels,
 };
-
-/// How a line is stroked.
-///
-/// # Examples
-/// ```
-/// use d2l_attention::plot::LineStyle;
-/// use d2l_attention::{Axes, Series, plot};
-///
-/// let dashed = Series::line(&[0.0, 1.0], &[0.0, 1.0]).style(LineStyle::Dashed);
-/// let svg = plot(&[dashed], &Axes::new("x", "y")).unwrap();
-/// assert!(svg.as_str().contains("stroke-dasharray=\"7 4\" points="));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LineStyle {
-    /// A solid line (matplotlib `-`).
-    Solid,
-    /// Long dashes (matplotlib `--`).
-    Dashed,
-    /// Short dashes, standing in for matplotlib's `-.`.
-    DashDot,
-    /// Dots (matplotlib `:`).
-    Dotted,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-enum Mark {
-    Line(Option<LineStyle>),
-    Points,
-}
-
-/// How many ticks the y axis asks for.
-const Y_LABELS: usize = 6;
-
-/// One data series of a [`plot`]: a line or a set of scatter points.
-///
-/// # Examples
-/// ```
-/// use d2l_attention::Series;
-///
-/// let a = Series::line(&[0.0, 1.0], &[2.0, 3.0]).label("a");
-/// assert_eq!(a, Series::line(&[0.0, 1.0], &[2.0, 3.0]).label("a"));
-/// assert_ne!(a, Series::points(&[0.0, 1.0], &[2.0, 3.0]).label("a"));
-/// ```
-#[derive(Clone, Debug, PartialEq)]
-pub struct Series {
-    x: Vec<f64>,
-    y: Vec<f64>,
-    mark: Mark,
-    label: Option<String>,
-    color: Option<RGBColor>,
-    alpha: f64,
-}
-
-impl Series {
-    fn new(x: &[f64], y: &[f64], mark: Mark) -> Self {
-        Series {
-            x: x.to_vec(),
-            y: y.to_vec(),
-            mark,
-            label: None,
-            color: None,
-            alpha: 1.0,
-        }
-    }
-
-    /// A line through the points `(x[i], y[i])`. Lines without an explicit
-    /// [`color`](Self::color) take d2l's format cycle in order: solid blue,
-    /// dashed magenta, dash-dot green, dotted red (an explicit
-    /// [`style`](Self::style) replaces the cycle's); a line with its own
-    /// colour is solid unless styled, and leaves the cycle where it was.
-    ///
-    /// # Examples
-    /// ```
-    /// use d2l_attention::{Axes, Series, plot};
-    ///
-    /// let svg = plot(&[Series::line(&[0.0, 1.0, 2.0], &[0.0, 1.0, 4.0])], &Axes::new("x", "y"));
-    /// // The first line takes d2l's first format: solid matplotlib blue.
-    /// assert!(svg.unwrap().as_str().contains("stroke=\"#1F77B4\""));
-    /// ```
-    pub fn line(x: &[f64], y: &[f64]) -> Self {
-        Self::new(x, y, Mark::Line(None))
-    }
-
-    /// Scatter points `(x[i], y[i])`, drawn as filled circles (matplotlib `o`).
-    ///
-    /// # Examples
-    /// ```
-    /// use d2l_attention::{Axes, Series, plot};
-    ///
-    /// let svg = plot(&[Series::points(&[1.0, 2.0, 3.0], &[3.0, 1.0, 2.0])], &Axes::new("x", "y"));
-    /// assert_eq!(svg.unwrap().as_str().matches("<circle").count(), 3);
-    /// ```
-    pub fn points(x: &[f64], y: &[f64]) -> Self {
-        Self::new(x, y, Mark::Points)
-    }
-
-    /// The series' name in the legend.
-    ///
-    /// # Examples
-    /// ```
-    /// use d2l_attention::{Axes, Series, plot};
-    ///
-    /// let truth = Series::line(&[0.0, 1.0], &[0.0, 1.0]).label("Truth");
-    /// let svg = plot(&[truth], &Axes::new("x", "y")).unwrap();
-    /// assert!(svg.as_str().contains("Truth"));
-    /// ```
-    pub fn label(mut self, label: &str) -> Self {
-        self.label = Some(label.to_owned());
-        self
-    }
-
-    /// Opacity from 0 (invisible) to 1 (opaque; the default).
-    ///
-    /// # Examples
-    /// ```
-    /// use d2l_attention::{Axes, Series, plot};
-    ///
-    /// let faint = Series::points(&[1.0], &[1.0]).alpha(0.5);
-    /// assert!(plot(&[faint], &Axes::new("x", "y")).unwrap().as_str().contains("opacity=\"0.5\""));
-    /// // Outside 0..=1 is an error naming `series`.
-    /// let bad = Series::points(&[1.0], &[1.0]).alpha(2.0);
-    /// assert!(plot(&[bad], &Axes::new("x", "y")).unwrap_err().to_string().contains("`series`"));
-    /// ```
-    pub fn alpha(mut self, alpha: f64) -> Self {
-        self.alpha = alpha;
-        self
-    }
-
-    /// An explicit colour instead of the cycle's.
-    ///
-    /// # Examples
-    /// ```
-    /// use d2l_attention::{Axes, Series, plot};
-    /// use plotters::style::RGBColor;
-    ///
-    /// let red = Series::line(&[0.0, 1.0], &[0.0, 1.0]).color(RGBColor(0xff, 0, 0));
-    /// assert!(plot(&[red], &Axes::new("x", "y")).unwrap().as_str().contains("#FF0000"));
-    /// ```
-    pub fn color(mut self, color: RGBColor) -> Self {
-        self.color = Some(color);
-        self
-    }
-
-    /// An explicit stroke for a line (ignored for points).
-    ///
-    /// # Examples
-    /// ```
-    /// use d2l_attention::Series;
-    /// use d2l_attention::plot::LineStyle;
-    ///
-    /// let points = Series::points(&[0.0], &[0.0]);
-    /// assert_eq!(points.clone().style(LineStyle::Dotted), points);
-    /// ```
-    pub fn style(mut self, style: LineStyle) -> Self {
-        if let Mark::Line(s) = &mut self.mark {
-            *s = Some(style);
-        }
-        self
-    }
-}
-
-/// Axis labels, limits and size of a [`plot`]; `Axes::new("x", "y")` gives
-/// d2l's defaults (3.5 × 2.5 inches, limits fitted to the data).
-///
-/// # Examples
-/// ```
-/// use d2l_attention::Axes;
-///
-/// let axes = Axes::new("epoch", "loss").xlim(1.0, 5.0);
-/// assert_ne!(axes, Axes::new("epoch", "loss"));
-/// ```
-#[derive(Clone, Debug, PartialEq)]
-pub struct Axes {
-    xlabel: String,
-    ylabel: String,
-    xlim: Option<(f64, f64)>,
-    ylim: Option<(f64, f64)>,
-    xscale: Scale,
-    yscale: Scale,
-    xticks: Option<Vec<f64>>,
-    figsize: (f64, f64),
-}
-
-impl Axes {
-    /// Axes with these labels.
-    ///
-    /// # Examples
-    /// ```
-    /// use d2l_attention::{Axes, Series, plot};
-    ///
-    /// let svg = plot(&[Series::line(&[0.0, 1.0], &[0.0, 1.0])], &Axes::new("epoch", "loss")).unwrap();
-    /// assert!(svg.as_str().contains("epoch") && svg.as_str().contains("loss"));
-    /// ```
-    pub fn new(xlabel: &str, ylabel: &str) -> Self {
-        Axes {
-            xlabel: xlabel.into(),
-            ylabel: ylabel.into(),
-            xlim: None,
-            ylim: None,
-            xscale: Scale::Linear,
-            yscale: Scale::Linear,
-            xticks: None,
-            figsize: (3.5, 2.5),
-        }
-    }
-
-    /// The x range shown (default: the data's range).
-    ///
-    /// # Examples
-    /// ```
-    /// use d2l_attention::{Axes, Series, plot};
-    ///
-    /// let line = [Series::line(&[0.0, 1.0], &[0.0, 1.0])];
-    /// assert!(plot(&line, &Axes::new("x", "y").xlim(0.0, 5.0)).is_ok());
-    /// // An empty range is an error naming `axes`.
-    /// let err = plot(&line, &Axes::new("x", "y").xlim(1.0, 1.0)).unwrap_err();
-    /// assert!(err.to_string().contains("`axes`"));
-    /// ```
-    pub fn xlim(mut self, lo: f64, hi: f64) -> Self {
-        self.xlim = Some((lo, hi));
-        self
-    }
-
-    /// The y range shown (default: the data's range plus 5 % on each side).
-    ///
-    /// # Examples
-    /// ```
-    /// use d2l_attention::{Axes, Series, plot};
-    ///
-    /// let line = [Series::line(&[0.0, 1.0], &[0.0, 1.0])];
-    /// assert!(plot(&line, &Axes::new("x", "y").ylim(-1.0, 5.0)).is_ok());
-    /// ```
-    pub fn ylim(mut self, lo: f64, hi: f64) -> Self {
-        self.ylim = Some((lo, hi));
-        self
-    }
-
-    /// The x axis' scale (default linear).
-    ///
-    /// # Examples
-    /// See [`Scale`].
-    pub fn xscale(mut self, scale: Scale) -> Self {
-        self.xscale = scale;
-        self
-    }
-
-    /// The y axis' scale (default linear).
-    ///
-    /// # Examples
-    /// ```
-    /// use d2l_attention::plot::Scale;
-    /// use d2l_attention::{Axes, Series, plot};
-    ///
-    /// let axes = Axes::new("n", "steps").yscale(Scale::Log);
-    /// // Zero has no place on a log axis: an error naming `series`.
-    /// let err = plot(&[Series::line(&[1.0, 2.0], &[0.0, 1.0])], &axes).unwrap_err();
-    /// assert!(err.to_string().contains("not positive on a log axis"));
-    /// ```
-    pub fn yscale(mut self, scale: Scale) -> Self {
-        self.yscale = scale;
-        self
-    }
-
-    /// Ticks at these x values (those inside the axis) instead of the
-    /// ones the scale chooses, as matplotlib's `xticks`: e.g. one per
-    /// numbered item.
-    ///
-    /// # Examples
-    /// ```
-    /// use d2l_attention::{Axes, Series, plot};
-    ///
-    /// let points = [Series::points(&[1.0, 2.0, 3.0], &[5.0, 7.0, 6.0])];
-    /// let axes = Axes::new("item", "y").xlim(0.5, 3.5).xticks(&[1.0, 2.0, 3.0]);
-    /// let svg = plot(&points, &axes).unwrap();
-    /// assert!(svg.as_str().contains(">\n1\n<") && svg.as_str().contains(">\n3\n<"));
-    /// ```
-    pub fn xticks(mut self, ticks: &[f64]) -> Self {
-        self.xticks = Some(ticks.to_vec());
-        self
-    }
-
-    /// The figure's size in inches (100 px each).
-    ///
-    /// # Examples
-    /// ```
-    /// use d2l_attention::{Axes, Series, plot};
-    ///
-    /// let line = [Series::line(&[0.0, 1.0], &[0.0, 1.0])];
-    /// let svg = plot(&line, &Axes::new("x", "y").figsize(4.5, 2.5)).unwrap();
-    /// assert!(svg.as_str().starts_with("<svg width=\"450\" height=\"250\""));
-    /// ```
-    pub fn figsize(mut self, width: f64, height: f64) -> Self {
-        self.figsize = (width, height);
-        self
-    }
-}
-
-// d2l's default formats '-', 'm--', 'g-.', 'r:' and matplotlib's first colours.
-const LINE_CYCLE: [(RGBColor, LineStyle); 4] = [
-    (RGBColor(0x1f, 0x77, 0xb4), LineStyle::Solid),
-    (RGBColor(0xbf, 0x00, 0xbf), LineStyle::Dashed),
-    (RGBColor(0x00, 0x80, 0x00), LineStyle::DashDot),
-    (RGBColor(0xff, 0x00, 0x00), LineStyle::Dotted),
-];
-const POINTS_COLOR: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
-/// A line with more vertices than this carries hover titles at this many
-/// of them, evenly spaced from its first to its last.
-pub const LINE_TITLES_MAX: usize = 60;
-
-impl LineStyle {
-    /// The SVG `stroke-dasharray` (dash, gap, …) in px, none for solid.
-    fn dasharray(self) -> Option<&'static str> {
-        match self {
-            LineStyle::Solid => None,
-            LineStyle::Dashed => Some("7 4"),
-            LineStyle::DashDot => Some("7 3 2 3"),
-            LineStyle::Dotted => Some("2 3"),
-        }
-    }
-}
 
 fn hex(c: RGBColor) -> String {
     format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
@@ -444,7 +129,7 @@ pub fn plot(series: &[Series], axes: &Axes) -> Result<Svg, PlotError> {
         let px = |x: f64, y: f64| chart.backend_coord(&(x, y));
         data.push_str(&clip_path(&xr, &yr));
         for (s, look) in series.iter().zip(&looks) {
-            data.push_str(&series_svg(s, look, axes, &px));
+            data.push_str(&series_svg(s, look, axes, &px, (&xr, &yr)));
         }
         if let (Some(legend), Some(place)) = (legend, place) {
             let (w, h) = legend.size();
@@ -537,7 +222,7 @@ fn covered(series: &[Series], x: &ScaleAxis, y: &ScaleAxis) -> Vec<(f64, f64)> {
 }
 
 /// Data is clipped to the axes, as matplotlib clips it.
-fn clip_path(xr: &std::ops::Range<i32>, yr: &std::ops::Range<i32>) -> String {
+fn clip_path(xr: &Range<i32>, yr: &Range<i32>) -> String {
     format!(
         "<clipPath id=\"axes\"><rect x=\"{}\" y=\"{}\" width=\"{}\" \
          height=\"{}\"/></clipPath>\n",
@@ -567,10 +252,11 @@ fn series_svg(
     look: &Swatch,
     axes: &Axes,
     px: &impl Fn(f64, f64) -> (i32, i32),
+    (xr, yr): (&Range<i32>, &Range<i32>),
 ) -> String {
     let points: Vec<(i32, i32)> =
         s.x.iter().zip(&s.y).map(|(&x, &y)| px(x, y)).collect();
-    let mut out = String::from("<g clip-path=\"url(#axes)\">\n");
+    let mut out = String::new();
     let prefix = s.label.as_deref().map(|l| format!("{}: ", escape(l)));
     let title = |i: usize| {
         format!(
@@ -586,6 +272,7 @@ fn series_svg(
         Swatch::Line(color, alpha, dash) => {
             let coords: Vec<String> =
                 points.iter().map(|(x, y)| format!("{x},{y}")).collect();
+            out.push_str("<g clip-path=\"url(#axes)\">\n");
             let _ = writeln!(
                 out,
                 "<polyline fill=\"none\" {} points=\"{}\"/>",
@@ -605,12 +292,20 @@ fn series_svg(
                     title(i)
                 );
             }
-            out.push_str("</g>\n");
+            out.push_str("</g>\n</g>\n");
         }
+        // Points are not clipped, so that one on the edge of the axes
+        // shows whole; those whose centre lies outside are left out.
         Swatch::Point(color, alpha) => {
             let _ =
                 writeln!(out, "<g fill=\"{color}\" fill-opacity=\"{alpha}\">");
-            for (i, (x, y)) in points.iter().enumerate() {
+            let inside = |(x, y): &&(i32, i32)| {
+                (xr.start..=xr.end).contains(x)
+                    && (yr.start..=yr.end).contains(y)
+            };
+            for (i, (x, y)) in
+                points.iter().enumerate().filter(|(_, p)| inside(p))
+            {
                 let _ = writeln!(
                     out,
                     "<circle cx=\"{x}\" cy=\"{y}\" r=\"3\">{}</circle>",
@@ -620,7 +315,6 @@ fn series_svg(
             out.push_str("</g>\n");
         }
     }
-    out.push_str("</g>\n");
     out
 }
 
@@ -813,6 +507,33 @@ mod tests {
             .map(|v| v.parse().unwrap())
             .collect();
         assert!(legend_x > fields[0] + fields[2], "{legend_x} vs {fields:?}");
+    }
+
+    /// A point on the edge of the axes is drawn whole (no clip path over
+    /// it), one outside them not at all.
+    #[test]
+    fn points_on_the_edge_show_whole_and_points_outside_are_left_out() {
+        let axes = axes().xlim(0.0, 5.0).ylim(0.0, 1.0);
+        let points = Series::points(&[2.5, 5.0, 6.0], &[0.5, 0.5, 0.5]);
+        let svg = plot(&[points], &axes).unwrap().as_str().to_owned();
+        let circles: Vec<&str> = svg.split("<circle").skip(1).collect();
+        assert_eq!(circles.len(), 2, "{svg}");
+        let group = svg.split("<circle").next().unwrap();
+        let last_group = group.rsplit("<g").next().unwrap();
+        assert!(!last_group.contains("clip-path"), "{last_group}");
+        let clip = svg
+            .split("<clipPath id=\"axes\"><rect x=\"")
+            .nth(1)
+            .unwrap();
+        let f: Vec<i32> = clip
+            .split('"')
+            .step_by(2)
+            .take(3)
+            .map(|v| v.parse().unwrap())
+            .collect();
+        // the point at x = 5 sits on the axes' right edge, whole
+        let cx: i32 = circles[1].split('"').nth(1).unwrap().parse().unwrap();
+        assert!((f[0] + f[2] - 1..=f[0] + f[2]).contains(&cx), "{cx} {f:?}");
     }
 
     #[test]

@@ -1,72 +1,22 @@
-//! `show_heatmaps`: a grid of attention-weight matrices.
+//! `show_heatmaps`: a grid of attention-weight matrices; each matrix's
+//! layout and cells in [`cell`], the colour bar in [`colorbar`].
+
+mod cell;
+mod colorbar;
 
 use burn::tensor::Tensor;
-use std::fmt::Write;
-use std::ops::Range;
 
-use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::prelude::*;
 
-use super::svg::{
-    escape, labels_width, prepend, scientific, text_scale, value,
-};
-use super::{
-    Cmap, FONT, LABEL_FONT, PlotError, Svg, TICK_FONT, draw_err, integer_ticks,
-    invalid, pixels, tick_label,
-};
+use super::svg::{append, escape, prepend, value};
+use super::{Cmap, PlotError, Svg, draw_err, invalid, pixels};
+use cell::{Areas, draw_cell};
+use colorbar::{colorbar_label, draw_colorbar, value_ticks};
 
-const MARGIN: u32 = 6;
 /// Figures with more cells than this carry one hover title per row instead
 /// of one per cell, to stay light.
 pub const CELL_TITLES_MAX: usize = 1_000;
 
-/// The room for each part of a heatmap, px, grown with its text.
-#[derive(Clone, Copy)]
-struct Areas {
-    /// Text scale ([`text_scale`]).
-    scale: f64,
-    /// Below and left of a matrix with an axis label.
-    x: u32,
-    y: u32,
-    /// Below and left of a matrix without one.
-    x_bare: u32,
-    y_bare: u32,
-    /// Above a matrix with a title.
-    title: u32,
-    colorbar: u32,
-    colorbar_labels: u32,
-}
-
-impl Areas {
-    fn new(width: u32) -> Self {
-        let scale = text_scale(width);
-        let px = |v: f64| (v * scale).round() as u32;
-        Areas {
-            scale,
-            x: px(44.0),
-            y: px(48.0),
-            x_bare: px(23.0),
-            y_bare: px(30.0),
-            title: px(LABEL_FONT + 8.0),
-            colorbar: px(78.0),
-            colorbar_labels: px(44.0),
-        }
-    }
-
-    /// The areas with the colorbar's label area wide enough for `labels`
-    /// (long only for extreme scales: `1.025e17`), the bar kept as wide.
-    fn fitting(mut self, labels: &[String]) -> Self {
-        let needed = (labels_width(labels, TICK_FONT * self.scale)
-            + 8.0 * self.scale)
-            .ceil() as u32;
-        let extra = needed.saturating_sub(self.colorbar_labels);
-        self.colorbar_labels += extra;
-        self.colorbar += extra;
-        self
-    }
-}
-
-/// The optional arguments of [`show_heatmaps`], with d2l's defaults: no
 /// titles, `figsize` (2.5, 2.5) and `cmap` Reds. Set some and keep the rest:
 /// `HeatmapOptions { cmap: Cmap::Blues, ..Default::default() }`.
 ///
@@ -82,6 +32,8 @@ impl Areas {
 pub struct HeatmapOptions<'a> {
     /// One title per grid column, or none.
     pub titles: Option<&'a [&'a str]>,
+    /// One title per grid row, drawn left of the row, or none.
+    pub row_titles: Option<&'a [&'a str]>,
     /// (width, height) in inches (100 px each), as in matplotlib.
     pub figsize: (f64, f64),
     /// The colormap.
@@ -98,6 +50,7 @@ impl Default for HeatmapOptions<'_> {
     fn default() -> Self {
         HeatmapOptions {
             titles: None,
+            row_titles: None,
             figsize: (2.5, 2.5),
             cmap: Cmap::Reds,
             norm: Norm::Linear,
@@ -197,6 +150,7 @@ pub fn show_heatmaps(
     // ANCHOR_END: signature
     let HeatmapOptions {
         titles,
+        row_titles,
         figsize,
         cmap,
         norm,
@@ -210,13 +164,18 @@ pub fn show_heatmaps(
             format!("shape {:?} has no entries", matrices.dims()),
         ));
     }
-    if let Some(t) = titles
-        && t.len() != num_cols
-    {
-        return Err(invalid(
-            "titles",
-            format!("{} titles for {num_cols} grid columns", t.len()),
-        ));
+    for (arg, given, n, of) in [
+        ("titles", titles, num_cols, "columns"),
+        ("row_titles", row_titles, num_rows, "rows"),
+    ] {
+        if let Some(t) = given
+            && t.len() != n
+        {
+            return Err(invalid(
+                arg,
+                format!("{} titles for {n} grid {of}", t.len()),
+            ));
+        }
     }
     for (arg, ticks, n) in [
         ("xticks", xticks, num_keys),
@@ -248,28 +207,29 @@ pub fn show_heatmaps(
         .into_iter()
         .map(|v| colorbar_label(v, (vmin, vmax)))
         .collect();
-    let areas = Areas::new(width).fitting(&ticks);
-    let row_titles = values.len() > CELL_TITLES_MAX;
+    // One square size for every matrix, fitting the most crowded cell,
+    // with room for upright x tick labels when they need it.
+    let areas = Areas::new(width).fitting(&ticks).fitting_yticks(yticks);
+    let cells_px = (width.saturating_sub(areas.colorbar), height);
+    let shape = (num_queries, num_keys);
+    let titled = (titles.is_some(), row_titles.is_some());
+    let grid = (num_rows, num_cols);
+    let (.., side) = areas.grid(cells_px, grid, shape, titled);
+    let areas = areas.rotating(xticks, side);
+    let (xs, ys, side) = areas.grid(cells_px, grid, shape, titled);
+    let hover_per_row = values.len() > CELL_TITLES_MAX;
 
     let mut svg = String::new();
     let mut cells_svg = String::new();
+    let bar_svg;
     {
         let root = SVGBackend::with_string(&mut svg, (width, height))
             .into_drawing_area();
         root.fill(&WHITE).map_err(draw_err)?;
         let (cells, bar) =
             root.split_horizontally(width.saturating_sub(areas.colorbar));
-        let (cells_w, cells_h) = cells.dim_in_pixel();
-        let (cell_w, cell_h) =
-            (cells_w / num_cols as u32, cells_h / num_rows as u32);
-        // One square size for every matrix, fitting the most crowded cell.
-        let title_area = if titles.is_some() { areas.title } else { 0 };
-        let free_w = cell_w.saturating_sub(areas.y + 2 * MARGIN) as f64;
-        let free_h =
-            cell_h.saturating_sub(areas.x + title_area + 2 * MARGIN) as f64;
-        let side = (free_w / num_keys as f64).min(free_h / num_queries as f64);
         for (index, cell) in
-            cells.split_evenly((num_rows, num_cols)).iter().enumerate()
+            cells.split_by_breakpoints(&xs, &ys).iter().enumerate()
         {
             let (i, j) = (index / num_cols, index % num_cols);
             let start = index * num_queries * num_keys;
@@ -279,13 +239,14 @@ pub fn show_heatmaps(
                 ylabel: (j == 0).then_some(ylabel),
                 names: (xlabel, ylabel),
                 title: titles.map(|t| t[j]),
+                row_title: row_titles.filter(|_| j == 0).map(|t| t[i]),
                 xticks,
                 yticks,
-                row_titles,
+                hover_per_row,
             };
             cells_svg.push_str(&draw_cell(
                 cell,
-                (num_queries, num_keys),
+                shape,
                 side,
                 matrix,
                 &labels,
@@ -297,7 +258,7 @@ pub fn show_heatmaps(
         // matplotlib's `shrink=0.6`: 60 % of the height the matrices take.
         let bar_height = (0.6 * side * (num_rows * num_queries) as f64)
             .clamp(40.0, 0.9 * height as f64) as u32;
-        draw_colorbar(
+        bar_svg = draw_colorbar(
             &bar,
             height,
             bar_height,
@@ -308,6 +269,7 @@ pub fn show_heatmaps(
         root.present().map_err(draw_err)?;
     }
     prepend(&mut svg, &cells_svg);
+    append(&mut svg, &bar_svg);
     Ok(Svg(svg))
 }
 
@@ -318,10 +280,12 @@ struct CellLabels<'a> {
     /// The axis labels, for hover titles.
     names: (&'a str, &'a str),
     title: Option<&'a str>,
+    /// The title of this matrix's grid row, when it is the row's first.
+    row_title: Option<&'a str>,
     xticks: Option<&'a [&'a str]>,
     yticks: Option<&'a [&'a str]>,
     /// One hover title per row instead of per cell.
-    row_titles: bool,
+    hover_per_row: bool,
 }
 
 impl CellLabels<'_> {
@@ -372,275 +336,6 @@ fn color_range(values: &[f64]) -> (f64, f64) {
     }
 }
 
-fn draw_cell<DB: DrawingBackend>(
-    area: &DrawingArea<DB, plotters::coord::Shift>,
-    (nq, nk): (usize, usize),
-    side: f64,
-    matrix: &[f64],
-    labels: &CellLabels,
-    (vmin, vmax): (f64, f64),
-    (cmap, norm): (Cmap, Norm),
-    areas: Areas,
-) -> Result<String, PlotError> {
-    let x_area = if labels.xlabel.is_some() {
-        areas.x
-    } else {
-        areas.x_bare
-    };
-    let y_area = if labels.ylabel.is_some() {
-        areas.y
-    } else {
-        areas.y_bare
-    };
-    let title_area = if labels.title.is_some() {
-        areas.title
-    } else {
-        0
-    };
-    // Square cells: shrink the plotting area to num_keys × num_queries squares.
-    let (w, h) = area.dim_in_pixel();
-    let free_w = w.saturating_sub(y_area + 2 * MARGIN) as f64;
-    let free_h = h.saturating_sub(x_area + title_area + 2 * MARGIN) as f64;
-    let pad_x = ((free_w - side * nk as f64) / 2.0).max(0.0) as u32;
-    let pad_y = ((free_h - side * nq as f64) / 2.0).max(0.0) as u32;
-
-    let mut builder = ChartBuilder::on(area);
-    builder
-        .margin_left(MARGIN + pad_x)
-        .margin_right(MARGIN + pad_x)
-        .margin_top(MARGIN + pad_y)
-        .margin_bottom(MARGIN + pad_y)
-        .x_label_area_size(x_area)
-        .y_label_area_size(y_area);
-    if let Some(title) = labels.title {
-        builder.caption(title, (FONT, LABEL_FONT * areas.scale));
-    }
-    let x_range = IndexAxis::new(nk, false, labels.xticks.is_some());
-    // Query 0 at the top, as in an image.
-    let y_range = IndexAxis::new(nq, true, labels.yticks.is_some());
-    let mut chart = builder
-        .build_cartesian_2d(x_range, y_range)
-        .map_err(draw_err)?;
-    // The cells, returned to go under the axes, so that they do not cover
-    // them.
-    let cells = cells_svg(&chart, (nq, nk), matrix, labels, |v| {
-        norm.color(cmap, v, (vmin, vmax))
-    });
-    // an index, or its label when the caller gave labels
-    let label = |ticks: Option<&[&str]>, v: f64| match ticks {
-        Some(t) => t.get(v.round() as usize).copied().unwrap_or("").to_owned(),
-        None => format!("{v:.0}"),
-    };
-    let x_fmt = |v: &f64| label(labels.xticks, *v);
-    let y_fmt = |v: &f64| label(labels.yticks, *v);
-    let mut mesh = chart.configure_mesh();
-    mesh.disable_mesh()
-        .x_label_formatter(&x_fmt)
-        .y_label_formatter(&y_fmt)
-        .label_style((FONT, TICK_FONT * areas.scale))
-        .axis_desc_style((FONT, LABEL_FONT * areas.scale));
-    if let Some(x) = labels.xlabel {
-        mesh.x_desc(x);
-    }
-    if let Some(y) = labels.ylabel {
-        mesh.y_desc(y);
-    }
-    mesh.draw().map_err(draw_err)?;
-    Ok(cells)
-}
-
-/// A matrix's cells as SVG rectangles, each with its hover title (or one
-/// transparent rectangle per row carrying the row's title).
-fn cells_svg<DB: DrawingBackend>(
-    chart: &ChartContext<DB, Cartesian2d<IndexAxis, IndexAxis>>,
-    (nq, nk): (usize, usize),
-    matrix: &[f64],
-    labels: &CellLabels,
-    color: impl Fn(f64) -> RGBColor,
-) -> String {
-    let corner = |q: usize, k: usize| {
-        chart.backend_coord(&(k as f64 - 0.5, q as f64 - 0.5))
-    };
-    // the opening of a rectangle between two corners
-    let rect = |(x0, y0): (i32, i32), (x1, y1): (i32, i32)| {
-        format!(
-            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"",
-            x0.min(x1),
-            y0.min(y1),
-            (x1 - x0).abs(),
-            (y1 - y0).abs()
-        )
-    };
-    let mut out = String::from("<g>\n");
-    for q in 0..nq {
-        let row = &matrix[q * nk..(q + 1) * nk];
-        for (k, &v) in row.iter().enumerate() {
-            let RGBColor(r, g, b) = color(v);
-            let _ = write!(
-                out,
-                "{} fill=\"#{r:02X}{g:02X}{b:02X}\"",
-                rect(corner(q, k), corner(q + 1, k + 1))
-            );
-            if labels.row_titles {
-                out.push_str("/>\n");
-            } else {
-                let _ =
-                    writeln!(out, ">{}</rect>", labels.hover(q, k, v, false));
-            }
-        }
-        if labels.row_titles {
-            let (k, v) = row.iter().copied().enumerate().fold(
-                (0, f64::NEG_INFINITY),
-                |a, b| {
-                    if b.1 > a.1 { b } else { a }
-                },
-            );
-            let _ = writeln!(
-                out,
-                "{} opacity=\"0\">{}</rect>",
-                rect(corner(q, 0), corner(q + 1, nk)),
-                labels.hover(q, k, v, true)
-            );
-        }
-    }
-    out.push_str("</g>\n");
-    out
-}
-
-/// An axis over the indices 0..n of a matrix: each index owns the unit
-/// interval around it, ticks sit on whole indices ([`integer_ticks`], or
-/// every index when `every` is set, for labels), and `reversed` puts index
-/// 0 at the far end (the top, for rows).
-struct IndexAxis {
-    n: usize,
-    reversed: bool,
-    every: bool,
-}
-
-impl IndexAxis {
-    fn new(n: usize, reversed: bool, every: bool) -> Self {
-        IndexAxis { n, reversed, every }
-    }
-}
-
-impl Ranged for IndexAxis {
-    type FormatOption = DefaultFormatting;
-    type ValueType = f64;
-
-    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
-        let mut t = (value + 0.5) / self.n as f64;
-        if self.reversed {
-            t = 1.0 - t;
-        }
-        limit.0 + (t * (limit.1 - limit.0) as f64).round() as i32
-    }
-
-    fn key_points<Hint: KeyPointHint>(&self, _: Hint) -> Vec<f64> {
-        if self.every {
-            (0..self.n).map(|i| i as f64).collect()
-        } else {
-            integer_ticks(self.n)
-        }
-    }
-
-    fn range(&self) -> Range<f64> {
-        -0.5..self.n as f64 - 0.5
-    }
-}
-
-/// The colorbar's value axis, with ticks at round values, at least three
-/// of them ([`value_ticks`]).
-struct ValueAxis {
-    lo: f64,
-    hi: f64,
-}
-
-impl Ranged for ValueAxis {
-    type FormatOption = DefaultFormatting;
-    type ValueType = f64;
-
-    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
-        let t = (value - self.lo) / (self.hi - self.lo);
-        limit.0 + (t * (limit.1 - limit.0) as f64).round() as i32
-    }
-
-    fn key_points<Hint: KeyPointHint>(&self, _: Hint) -> Vec<f64> {
-        value_ticks(self.lo, self.hi)
-    }
-
-    fn range(&self) -> Range<f64> {
-        self.lo..self.hi
-    }
-}
-
-/// A colorbar tick's label: four decimals, or scientific notation where
-/// four decimals cannot tell the ticks of a scale narrower than 1e-3 apart.
-fn colorbar_label(v: f64, (vmin, vmax): (f64, f64)) -> String {
-    if vmax - vmin < 1e-3 {
-        scientific(v)
-    } else {
-        tick_label(v)
-    }
-}
-
-/// Round ticks within `lo..=hi`: the widest step of 1, 2, 2.5 or 5 times a
-/// power of ten that still gives at least three ticks.
-fn value_ticks(lo: f64, hi: f64) -> Vec<f64> {
-    let ticks = |step: f64| -> Vec<f64> {
-        let first = (lo / step - 1e-9).ceil() as i64;
-        let last = (hi / step + 1e-9).floor() as i64;
-        (first..=last).map(|i| i as f64 * step).collect()
-    };
-    let magnitude = 10f64.powf((hi - lo).log10().floor() + 1.0);
-    (0..8)
-        .flat_map(|e| {
-            [1.0, 0.5, 0.25, 0.2].map(|m| m * magnitude / 10f64.powi(e))
-        })
-        .map(ticks)
-        .find(|t| t.len() >= 3)
-        .unwrap_or_else(|| vec![lo, (lo + hi) / 2.0, hi])
-}
-
-/// A vertical colorbar `bar_height` px tall, centred on the figure's
-/// `height`, ticks on its right.
-fn draw_colorbar<DB: DrawingBackend>(
-    area: &DrawingArea<DB, plotters::coord::Shift>,
-    height: u32,
-    bar_height: u32,
-    (vmin, vmax): (f64, f64),
-    (cmap, norm): (Cmap, Norm),
-    areas: Areas,
-) -> Result<(), PlotError> {
-    const STEPS: usize = 64;
-    let bar = area
-        .clone()
-        .shrink((0, (height - bar_height) / 2), (areas.colorbar, bar_height));
-    let mut chart = ChartBuilder::on(&bar)
-        .margin_left(8)
-        .margin_right(4)
-        .right_y_label_area_size(areas.colorbar_labels)
-        .build_cartesian_2d(0.0..1.0, vmin..vmax)
-        .map_err(draw_err)?
-        .set_secondary_coord(0.0..1.0, ValueAxis { lo: vmin, hi: vmax });
-    let step = (vmax - vmin) / STEPS as f64;
-    chart
-        .draw_series((0..STEPS).map(|s| {
-            let lo = vmin + s as f64 * step;
-            let color = norm.color(cmap, lo + step / 2.0, (vmin, vmax));
-            Rectangle::new([(0.0, lo), (1.0, lo + step)], color.filled())
-        }))
-        .map_err(draw_err)?;
-    let fmt = |v: &f64| colorbar_label(*v, (vmin, vmax));
-    chart
-        .configure_secondary_axes()
-        .x_labels(0)
-        .y_label_formatter(&fmt)
-        .label_style((FONT, TICK_FONT * areas.scale))
-        .draw()
-        .map_err(draw_err)?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -664,18 +359,70 @@ mod tests {
         .to_string()
     }
 
-    /// At least three labelled ticks on every colorbar, at round values.
+    /// The colour bar's labels all start at one x (no label sits apart).
     #[test]
-    fn colorbars_get_three_or_more_round_ticks() {
-        assert_eq!(value_ticks(0.0, 0.07), [0.0, 0.025, 0.05]);
-        assert_eq!(value_ticks(0.0, 1.0), [0.0, 0.5, 1.0]);
-        assert_eq!(value_ticks(-1.0, 1.0), [-1.0, 0.0, 1.0]);
-        assert_eq!(value_ticks(0.0123, 0.0571).len(), 4);
-        for (lo, hi) in [(0.0, 0.3), (0.2, 0.21), (1e-7, 0.9), (-3.0, 40.0)] {
-            let t = value_ticks(lo, hi);
-            assert!(t.len() >= 3, "{lo}..{hi}: {t:?}");
-            assert!(t.iter().all(|v| (lo - 1e-9..=hi + 1e-9).contains(v)));
+    fn colorbar_labels_share_one_anchor() {
+        let m = matrices(vec![0.0, 0.03, 0.05, 0.09], [1, 1, 2, 2]);
+        let svg = show_heatmaps(&m, "k", "q", Default::default()).unwrap();
+        let bar = &svg.as_str()[svg.as_str().rfind("fill=\"none\"").unwrap()..];
+        let starts: Vec<&str> = bar
+            .split("<text x=\"")
+            .skip(1)
+            .map(|t| t.split('"').next().unwrap())
+            .collect();
+        assert_eq!(starts.len(), 4, "{bar}");
+        assert!(starts.iter().all(|x| *x == starts[0]), "{starts:?}");
+        assert_eq!(bar.matches("text-anchor=\"start\"").count(), 4);
+    }
+
+    /// Token labels wider than a cell stand upright; short ones do not.
+    #[test]
+    fn tick_labels_too_wide_for_a_cell_stand_upright() {
+        let m = matrices(vec![0.5; 2 * 6], [1, 2, 1, 6]);
+        let tokens = ["<bos>", "je", "suis", "chez", "moi", "."];
+        let options = HeatmapOptions {
+            figsize: (3.0, 2.0),
+            xticks: Some(&tokens),
+            ..Default::default()
+        };
+        let svg = show_heatmaps(&m, "k", "q", options).unwrap();
+        let upright = svg.as_str().matches("transform=\"rotate(-90,").count();
+        assert_eq!(upright, 12, "{}", svg.as_str());
+        assert!(svg.as_str().contains(">\n&lt;bos&gt;\n</text>"));
+        let options = HeatmapOptions {
+            figsize: (14.0, 6.0),
+            ..options
+        };
+        let wide = show_heatmaps(&m, "k", "q", options).unwrap();
+        assert!(!wide.as_str().contains("rotate(-90,"));
+    }
+
+    /// Row titles name each grid row once, left of its first matrix, and
+    /// must match the rows.
+    #[test]
+    fn row_titles_label_the_grid_rows() {
+        let m = matrices(vec![0.5; 2 * 3 * 4], [2, 3, 2, 2]);
+        let options = HeatmapOptions {
+            figsize: (6.0, 4.0),
+            row_titles: Some(&["layer 1", "layer 2"]),
+            ..Default::default()
+        };
+        let svg = show_heatmaps(&m, "k", "q", options).unwrap();
+        for title in ["layer 1", "layer 2"] {
+            assert_eq!(
+                svg.as_str().matches(&format!(">\n{title}\n<")).count(),
+                1
+            );
         }
+        let options = HeatmapOptions {
+            row_titles: Some(&["layer 1"]),
+            ..options
+        };
+        let err = show_heatmaps(&m, "k", "q", options).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid `row_titles`: 1 titles for 2 grid rows"
+        );
     }
 
     #[test]
@@ -745,30 +492,16 @@ mod tests {
     #[test]
     fn same_input_same_bytes_and_a_constant_matrix_is_drawn() {
         let m = matrices((0..12).map(|i| i as f32).collect(), [1, 2, 2, 3]);
-        let a = show_heatmaps(
-            &m,
-            "Keys",
-            "Queries",
-            HeatmapOptions {
+        let draw = || {
+            let options = HeatmapOptions {
                 titles: Some(&["x", "y"]),
                 figsize: (5.0, 2.5),
                 cmap: Cmap::Blues,
                 ..Default::default()
-            },
-        )
-        .unwrap();
-        let b = show_heatmaps(
-            &m,
-            "Keys",
-            "Queries",
-            HeatmapOptions {
-                titles: Some(&["x", "y"]),
-                figsize: (5.0, 2.5),
-                cmap: Cmap::Blues,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+            };
+            show_heatmaps(&m, "Keys", "Queries", options).unwrap()
+        };
+        let (a, b) = (draw(), draw());
         assert_eq!(a, b);
         // Blues at the smallest and largest entry.
         assert_eq!(a.as_str().matches("fill=\"#F7FBFF\"").count(), 1);

@@ -1,0 +1,147 @@
+//! Which listing each code block of a page shows, marked in the built page
+//! as `<div class="listing" data-listing="NAME">` around the block, so that
+//! the figure packs print the code of the listing that drew a figure (the
+//! manifest maps a figure to a listing's name, and one listing can span
+//! several anchors).
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
+
+use regex::Regex;
+
+/// `markdown` with every fenced code block that includes anchors of one
+/// listing (`{{#include PATH:ANCHOR}}`, PATH relative to `dir`, ANCHOR
+/// inside the function registered as that listing in PATH's `LISTINGS`)
+/// wrapped in a `<div class="listing">` naming it. Blocks of library code,
+/// of helpers outside a listing, or of two listings are kept as they are.
+///
+/// # Errors
+/// Naming the file when an included listing file cannot be read.
+///
+/// # Examples
+/// ```
+/// use attention_book::marks::mark_listings;
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let code = "pub const LISTINGS: &[Listing] = &[\n    \
+///     Listing::new(\"demo-plot\", file!(), plot_demo),\n];\n\n\
+///     fn plot_demo() {\n    // ANCHOR: plot\n    draw();\n    \
+///     // ANCHOR_END: plot\n}\n";
+/// std::fs::write(dir.path().join("demo.rs"), code).unwrap();
+/// let page = "Text.\n\n```rust\n{{#include demo.rs:plot}}\n```\n";
+/// let marked = mark_listings(page, dir.path()).unwrap();
+/// assert_eq!(
+///     marked,
+///     "Text.\n\n<div class=\"listing\" data-listing=\"demo-plot\">\n\n\
+///      ```rust\n{{#include demo.rs:plot}}\n```\n\n</div>\n"
+/// );
+/// ```
+pub fn mark_listings(markdown: &str, dir: &Path) -> anyhow::Result<String> {
+    let include = Regex::new(r"\{\{#include ([^:}]+\.rs):(\w+)\}\}")?;
+    let mut out = String::with_capacity(markdown.len());
+    let mut block: Option<String> = None;
+    for line in markdown.split_inclusive('\n') {
+        let fence = line.trim_start().starts_with("```");
+        match (&mut block, fence) {
+            (None, true) => block = Some(line.to_owned()),
+            (None, false) => out.push_str(line),
+            (Some(b), false) => b.push_str(line),
+            (Some(b), true) => {
+                b.push_str(line);
+                let mut names = BTreeSet::new();
+                for c in include.captures_iter(b) {
+                    names.insert(listing_of(&dir.join(&c[1]), &c[2])?);
+                }
+                match names.into_iter().collect::<Vec<_>>().as_slice() {
+                    [Some(name)] => {
+                        out.push_str(&format!(
+                            "<div class=\"listing\" data-listing=\"{name}\">\
+                             \n\n{b}\n</div>\n"
+                        ));
+                    }
+                    _ => out.push_str(b),
+                }
+                block = None;
+            }
+        }
+    }
+    out.push_str(block.as_deref().unwrap_or(""));
+    Ok(out)
+}
+
+/// The listing whose function holds `anchor` in `file`, if any.
+fn listing_of(file: &Path, anchor: &str) -> anyhow::Result<Option<String>> {
+    let text = fs::read_to_string(file).map_err(|e| {
+        anyhow::anyhow!("listing file `{}`: {e}", file.display())
+    })?;
+    let registered = Regex::new(
+        r#"(?s)"([a-z0-9-]+)",\s*file!\(\),\s*(\w+)\)|name:\s*"([a-z0-9-]+)",[^}]*?run:\s*(\w+)"#,
+    )?;
+    let start = format!("// ANCHOR: {anchor}\n");
+    let Some(at) = text.find(&start) else {
+        return Ok(None);
+    };
+    for c in registered.captures_iter(&text) {
+        let name = c.get(1).or(c.get(3)).map_or("", |m| m.as_str());
+        let function = c.get(2).or(c.get(4)).map_or("", |m| m.as_str());
+        let Some(begin) = text.find(&format!("fn {function}(")) else {
+            continue;
+        };
+        let end = text[begin..]
+            .find("\n}\n")
+            .map_or(text.len(), |e| begin + e);
+        if (begin..end).contains(&at) {
+            return Ok(Some(name.to_owned()));
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every marked name is a registered listing, every diagram's code is
+    /// marked with the listing that drew it, and library code is not.
+    #[test]
+    fn the_book_s_blocks_name_their_listings() {
+        let src = crate::fingerprint::workspace_root().join("src");
+        let names: BTreeSet<&str> = d2l_attention::listings::all()
+            .iter()
+            .map(|l| l.name)
+            .collect();
+        let mark = Regex::new(r#"data-listing="([a-z0-9-]+)""#).unwrap();
+        let mut marked = BTreeSet::new();
+        for page in fs::read_dir(&src).unwrap() {
+            let page = page.unwrap().path();
+            if page.extension().is_some_and(|e| e == "md") {
+                let text = fs::read_to_string(&page).unwrap();
+                let html = mark_listings(&text, &src).unwrap();
+                marked
+                    .extend(mark.captures_iter(&html).map(|c| c[1].to_owned()));
+            }
+        }
+        for name in &marked {
+            assert!(names.contains(name.as_str()), "{name} is no listing");
+        }
+        for diagram in names.iter().filter(|n| n.ends_with("-diagram")) {
+            assert!(marked.contains(*diagram), "{diagram} is not marked");
+        }
+        assert!(marked.len() > 40, "{marked:?}");
+        let page = fs::read_to_string(src.join("transformer.md")).unwrap();
+        let html = mark_listings(&page, &src).unwrap();
+        let ffn = "{{#include ../crates/d2l-attention/src/transformer/mod.rs:\
+                   ffn_forward}}";
+        let at = html.find(ffn).unwrap();
+        assert!(!html[..at].ends_with("\">\n\n```rust,ignore\n"));
+    }
+
+    #[test]
+    fn a_missing_listing_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let page = "```rust\n{{#include gone.rs:x}}\n```\n";
+        let err = mark_listings(page, dir.path()).unwrap_err().to_string();
+        assert!(err.contains("gone.rs"), "{err}");
+    }
+}
