@@ -182,7 +182,7 @@ drawn by the listing <code>${escape(listing)}</code>:</p>
 <style>
 body { font-family: sans-serif; margin: 0; }
 h1 { font-size: 1.4em; }
-h2 { font-size: 1.1em; margin: 0 0 0.5em; }
+h2 { font-size: 1.1em; margin: 0 0 0.5em; break-after: avoid; }
 section { break-before: page; }
 section:first-of-type { break-before: avoid; }
 object { display: block; width: 100%; }

@@ -6,13 +6,15 @@
 
 use std::collections::BTreeSet;
 use std::fs;
+use std::ops::Range;
 use std::path::Path;
 
 use regex::Regex;
 
 /// `markdown` with every fenced code block that includes anchors of one
 /// listing (`{{#include PATH:ANCHOR}}`, PATH relative to `dir`, ANCHOR
-/// inside the function registered as that listing in PATH's `LISTINGS`)
+/// inside the function registered as that listing in PATH's `LISTINGS`,
+/// or in a helper that only that function calls)
 /// wrapped in a `<div class="listing">` naming it. Blocks of library code,
 /// of helpers outside a listing, or of two listings are kept as they are.
 ///
@@ -70,32 +72,57 @@ pub fn mark_listings(markdown: &str, dir: &Path) -> anyhow::Result<String> {
     Ok(out)
 }
 
-/// The listing whose function holds `anchor` in `file`, if any.
+/// The listing whose function holds `anchor` in `file`: the function
+/// registered as a listing in the file's `LISTINGS`, or a helper that only
+/// one listing's function calls (the code that draws its heatmaps, say).
 fn listing_of(file: &Path, anchor: &str) -> anyhow::Result<Option<String>> {
     let text = fs::read_to_string(file).map_err(|e| {
         anyhow::anyhow!("listing file `{}`: {e}", file.display())
     })?;
+    let Some(at) = text.find(&format!("// ANCHOR: {anchor}\n")) else {
+        return Ok(None);
+    };
     let registered = Regex::new(
         r#"(?s)"([a-z0-9-]+)",\s*file!\(\),\s*(\w+)\)|name:\s*"([a-z0-9-]+)",[^}]*?run:\s*(\w+)"#,
     )?;
-    let start = format!("// ANCHOR: {anchor}\n");
-    let Some(at) = text.find(&start) else {
+    let listings: Vec<(String, Range<usize>)> = registered
+        .captures_iter(&text)
+        .filter_map(|c| {
+            let name = c.get(1).or(c.get(3))?.as_str().to_owned();
+            let function = c.get(2).or(c.get(4))?.as_str();
+            Some((name, span(&text, function)?))
+        })
+        .collect();
+    if let Some((name, _)) = listings.iter().find(|(_, b)| b.contains(&at)) {
+        return Ok(Some(name.clone()));
+    }
+    let helper = Regex::new(r"(?m)^(?:pub(?:\(crate\))? )?fn (\w+)")?
+        .captures_iter(&text[..at])
+        .last()
+        .map(|c| c[1].to_owned());
+    let Some(helper) = helper else {
         return Ok(None);
     };
-    for c in registered.captures_iter(&text) {
-        let name = c.get(1).or(c.get(3)).map_or("", |m| m.as_str());
-        let function = c.get(2).or(c.get(4)).map_or("", |m| m.as_str());
-        let Some(begin) = text.find(&format!("fn {function}(")) else {
-            continue;
-        };
-        let end = text[begin..]
-            .find("\n}\n")
-            .map_or(text.len(), |e| begin + e);
-        if (begin..end).contains(&at) {
-            return Ok(Some(name.to_owned()));
-        }
-    }
-    Ok(None)
+    let call = Regex::new(&format!(r"\b{helper}\("))?;
+    let callers: Vec<&String> = listings
+        .iter()
+        .filter(|(_, b)| call.is_match(&text[b.clone()]))
+        .map(|(name, _)| name)
+        .collect();
+    Ok(match callers[..] {
+        [name] => Some(name.clone()),
+        _ => None,
+    })
+}
+
+/// Where top-level function `function` lies in `text`: from its `fn` to
+/// its closing brace at the start of a line.
+fn span(text: &str, function: &str) -> Option<Range<usize>> {
+    let begin = text.find(&format!("fn {function}("))?;
+    let end = text[begin..]
+        .find("\n}\n")
+        .map_or(text.len(), |e| begin + e);
+    Some(begin..end)
 }
 
 #[cfg(test)]
@@ -129,6 +156,16 @@ mod tests {
             assert!(marked.contains(*diagram), "{diagram} is not marked");
         }
         assert!(marked.len() > 40, "{marked:?}");
+        // helpers only one listing calls are its code too
+        let page = fs::read_to_string(src.join("transformer.md")).unwrap();
+        let html = mark_listings(&page, &src).unwrap();
+        let heatmaps = "\">\n\n```rust,ignore\n{{#include ../crates/d2l-attention/src/\
+                        listings/transformer_training.rs:heatmaps}}";
+        assert!(
+            html.contains(&format!(
+                "data-listing=\"transformer-train{heatmaps}"
+            ))
+        );
         let page = fs::read_to_string(src.join("transformer.md")).unwrap();
         let html = mark_listings(&page, &src).unwrap();
         let ffn = "{{#include ../crates/d2l-attention/src/transformer/mod.rs:\

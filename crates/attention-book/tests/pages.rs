@@ -211,8 +211,10 @@ fn every_diagram_s_code_is_folded() {
             for (path, anchor) in includes(line) {
                 let Some(anchor) = anchor else { continue };
                 let source = fs::read_to_string(dir.join(&path)).unwrap();
-                let start = source.find(&format!("// ANCHOR: {anchor}\n")).unwrap();
-                let end = source.find(&format!("// ANCHOR_END: {anchor}\n")).unwrap();
+                let start =
+                    source.find(&format!("// ANCHOR: {anchor}\n")).unwrap();
+                let end =
+                    source.find(&format!("// ANCHOR_END: {anchor}\n")).unwrap();
                 if source[start..end].contains("Diagram::new") {
                     diagrams += 1;
                     assert!(

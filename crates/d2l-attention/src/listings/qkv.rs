@@ -86,16 +86,18 @@ fn pooling_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
         .collect();
     let output =
         Node::new((560, 290), (120, 72), "output\nΣ α_{i} v_{i}").fill(QUERY);
-    let mut diagram = Diagram::new((700, 364))
-        .arrow(query.side('r'), scores.side('l'))
-        .arrow(values[2].side('r'), output.side('l'));
+    let mut diagram =
+        Diagram::new((700, 396)).arrow(query.side('r'), scores.side('l'));
+    // every weighted value runs along one line into the output: the sum
+    let (sum, into) = (380, output.side('b'));
     for i in 0..3 {
         let x = column(i as i32) + w / 2;
         diagram = diagram
             .arrow(keys[i].side('b'), (x, 92))
             .arrow((x, 128), (x, 164))
             .arrow((x, 200), weights[i].side('t'))
-            .arrow(weights[i].side('b'), values[i].side('t'));
+            .arrow(weights[i].side('b'), values[i].side('t'))
+            .path(&[values[i].side('b'), (x, sum), (into.0, sum), into]);
     }
     let nodes = [keys, vec![query, scores, softmax], weights, values];
     for node in nodes.into_iter().flatten().chain([output]) {

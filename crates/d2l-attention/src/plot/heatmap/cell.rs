@@ -178,6 +178,7 @@ pub(super) fn draw_cell<DB: DrawingBackend>(
     let x_area = if has.0 { areas.x } else { areas.x_bare };
     let y_area = if has.1 { areas.y } else { areas.y_bare };
     let row_area = if titled.1 { areas.row_title } else { 0 };
+    let title_area = if titled.0 { areas.title } else { 0 };
     // Square cells: shrink the plotting area to num_keys × num_queries squares.
     let (free_w, free_h) = areas.free(area.dim_in_pixel(), has, titled);
     let pad_x = ((free_w - side * nk as f64) / 2.0).max(0.0) as u32;
@@ -187,13 +188,10 @@ pub(super) fn draw_cell<DB: DrawingBackend>(
     builder
         .margin_left(MARGIN + pad_x + row_area)
         .margin_right(MARGIN + pad_x)
-        .margin_top(MARGIN + pad_y)
+        .margin_top(MARGIN + pad_y + title_area)
         .margin_bottom(MARGIN + pad_y)
         .x_label_area_size(x_area)
         .y_label_area_size(y_area);
-    if let Some(title) = labels.title {
-        builder.caption(title, (FONT, LABEL_FONT * areas.scale));
-    }
     let x_range = IndexAxis::new(nk, false, labels.xticks.is_some());
     // Query 0 at the top, as in an image.
     let y_range = IndexAxis::new(nq, true, labels.yticks.is_some());
@@ -204,7 +202,14 @@ pub(super) fn draw_cell<DB: DrawingBackend>(
         norm.color(cmap, v, (vmin, vmax))
     });
     let (left, top) = chart.backend_coord(&(-0.5, -0.5));
-    let (_, bottom) = chart.backend_coord(&(-0.5, nq as f64 - 0.5));
+    let (right, bottom) =
+        chart.backend_coord(&(nk as f64 - 0.5, nq as f64 - 0.5));
+    if let Some(title) = labels.title {
+        // centred over the matrix (plotters' caption centres over the
+        // labels too, which pushes the first column's titles left)
+        let at = ((left + right) / 2, top - (6.0 * areas.scale) as i32);
+        out.push_str(&text(title, at, LABEL_FONT * areas.scale, ""));
+    }
     if let Some(title) = labels.row_title {
         let x = left - y_area as i32 - (row_area / 2) as i32;
         let at = (x, (top + bottom) / 2);
@@ -253,10 +258,23 @@ pub(super) fn draw_cell<DB: DrawingBackend>(
 /// `text` turned to read upwards, anchored (`start`, `middle` or `end`)
 /// at `at` and centred on its x, at plotters' font size `font`.
 fn upright(text: &str, (x, y): (i32, i32), anchor: &str, font: f64) -> String {
+    let attributes = format!(
+        "dy=\"0.35em\" text-anchor=\"{anchor}\" \
+         transform=\"rotate(-90, {x}, {y})\""
+    );
+    self::text(text, (x, y), font, &attributes)
+}
+
+/// `text` with its baseline's middle at `at` (unless `attributes` say
+/// otherwise), at plotters' font size `font`.
+fn text(text: &str, (x, y): (i32, i32), font: f64, attributes: &str) -> String {
+    let attributes = match attributes {
+        "" => "text-anchor=\"middle\"",
+        other => other,
+    };
     format!(
-        "<text x=\"{x}\" y=\"{y}\" dy=\"0.35em\" text-anchor=\"{anchor}\" \
-         font-family=\"{FONT}\" font-size=\"{}\" fill=\"#000000\" \
-         transform=\"rotate(-90, {x}, {y})\">\n{}\n</text>\n",
+        "<text x=\"{x}\" y=\"{y}\" {attributes} font-family=\"{FONT}\" \
+         font-size=\"{}\" fill=\"#000000\">\n{}\n</text>\n",
         font / PLOTTERS_PT,
         escape(text)
     )
@@ -284,7 +302,9 @@ fn cells_svg<DB: DrawingBackend>(
             (y1 - y0).abs()
         )
     };
-    let mut out = String::from("<g>\n");
+    // crisp edges: no hairline seams between cells where a browser scales
+    // the figure
+    let mut out = String::from("<g shape-rendering=\"crispEdges\">\n");
     for q in 0..nq {
         let row = &matrix[q * nk..(q + 1) * nk];
         for (k, &v) in row.iter().enumerate() {

@@ -55,23 +55,33 @@ pub(super) fn draw_colorbar<DB: DrawingBackend>(
     let bar = area
         .clone()
         .shrink((0, (height - bar_height) / 2), (areas.colorbar, bar_height));
-    let mut chart = ChartBuilder::on(&bar)
+    let chart = ChartBuilder::on(&bar)
         .margin_left(8)
         .margin_right(4)
         .right_y_label_area_size(areas.colorbar_labels)
         .build_cartesian_2d(0.0..1.0, vmin..vmax)
         .map_err(draw_err)?;
-    let step = (vmax - vmin) / STEPS as f64;
-    chart
-        .draw_series((0..STEPS).map(|s| {
-            let lo = vmin + s as f64 * step;
-            let color = norm.color(cmap, lo + step / 2.0, (vmin, vmax));
-            Rectangle::new([(0.0, lo), (1.0, lo + step)], color.filled())
-        }))
-        .map_err(draw_err)?;
     let (left, top) = chart.backend_coord(&(0.0, vmax));
     let (right, bottom) = chart.backend_coord(&(1.0, vmin));
-    let mut out = format!(
+    // the colours, in crisp steps (no seams where a browser scales them)
+    let mut out = String::from("<g shape-rendering=\"crispEdges\">\n");
+    let step = (vmax - vmin) / STEPS as f64;
+    for s in 0..STEPS {
+        let lo = vmin + s as f64 * step;
+        let RGBColor(r, g, b) = norm.color(cmap, lo + step / 2.0, (vmin, vmax));
+        let y0 = chart.backend_coord(&(0.0, lo)).1;
+        let y1 = chart.backend_coord(&(0.0, lo + step)).1;
+        let _ = writeln!(
+            out,
+            "<rect x=\"{left}\" y=\"{y1}\" width=\"{}\" height=\"{}\" \
+             fill=\"#{r:02X}{g:02X}{b:02X}\"/>",
+            right - left,
+            y0 - y1
+        );
+    }
+    out.push_str("</g>\n");
+    let _ = write!(
+        out,
         "<rect x=\"{left}\" y=\"{top}\" width=\"{}\" height=\"{}\" \
          fill=\"none\" stroke=\"#000000\"/>\n",
         right - left,
