@@ -6,7 +6,8 @@
 use std::fs;
 use std::path::Path;
 
-use d2l_attention::plot::{escape, svg_size};
+use pulldown_cmark_escape::{escape_html, escape_html_body_text};
+use regex::Regex;
 
 /// `markdown` with every line that is only `![description](figures/NAME.svg)`
 /// replaced by the figure's HTML; the SVG's natural size is read from
@@ -94,8 +95,8 @@ pub fn with_failure_notice(markdown: &str, failure: &crate::Failure) -> String {
         "<div class=\"warning\"><p><strong>The listing <code>{}</code> \
          failed</strong> when this page was built: {}</p><p>The output and \
          figures below are those of its last successful run.</p></div>\n\n",
-        escape(&failure.listing),
-        code_spans(&escape(&failure.message))
+        text(&failure.listing),
+        code_spans(&text(&failure.message))
     );
     let mut out = lines[..at].concat();
     out.push_str(&notice);
@@ -128,11 +129,11 @@ fn figure_of(line: &str) -> Option<(&str, &str)> {
 fn figure_html(alt: &str, file: &str, root: &Path) -> anyhow::Result<String> {
     let svg = fs::read_to_string(root.join(file))
         .map_err(|e| anyhow::anyhow!("figure `{file}`: {e}"))?;
-    let Some((width, height)) = svg_size(&svg) else {
+    let Some((width, height)) = natural_size(&svg) else {
         anyhow::bail!("figure `{file}` has no width and height");
     };
     let name = file.trim_start_matches("figures/").trim_end_matches(".svg");
-    let (alt, file, name) = (escape(alt), escape(file), escape(name));
+    let (alt, file, name) = (text(alt), attribute(file), attribute(name));
     Ok(format!(
         "<figure class=\"figure\">\n<object data=\"{file}\" \
          type=\"image/svg+xml\" role=\"img\" aria-labelledby=\"figure-{name}\" \
@@ -140,6 +141,30 @@ fn figure_html(alt: &str, file: &str, root: &Path) -> anyhow::Result<String> {
          </object>\n<figcaption id=\"figure-{name}\">{alt}</figcaption>\n\
          </figure>\n"
     ))
+}
+
+/// The `width` and `height` of `svg`'s `<svg>` element, px.
+fn natural_size(svg: &str) -> Option<(u32, u32)> {
+    let attribute = |name: &str| {
+        let pattern = format!(r#"<svg\b[^>]*?\s{name}="(\d+)""#);
+        Regex::new(&pattern).ok()?.captures(svg)?[1].parse().ok()
+    };
+    Some((attribute("width")?, attribute("height")?))
+}
+
+/// `s` escaped for HTML text (`&`, `<`, `>`; quotes stay, so that math in
+/// a caption reaches KaTeX as written).
+fn text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    escape_html_body_text(&mut out, s).expect("writing to a String");
+    out
+}
+
+/// `s` escaped for a quoted HTML attribute value.
+fn attribute(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    escape_html(&mut out, s).expect("writing to a String");
+    out
 }
 
 #[cfg(test)]
@@ -192,7 +217,18 @@ mod tests {
         let html =
             embed_figures("![\"i'm home\" <b>](figures/x.svg)", root.path())
                 .unwrap();
-        assert!(html.contains(">&quot;i'm home&quot; &lt;b&gt;</figcaption>"));
+        assert!(html.contains(">\"i'm home\" &lt;b&gt;</figcaption>"));
         assert!(html.contains("--width: 10px; aspect-ratio: 10 / 20"));
+    }
+
+    #[test]
+    fn the_size_is_the_svg_element_s() {
+        let svg = "<?xml version=\"1.0\"?>\n<svg xmlns=\"x\" width=\"350\" \
+                   height=\"250\"><rect width=\"9\" height=\"9\"/></svg>";
+        assert_eq!(natural_size(svg), Some((350, 250)));
+        assert_eq!(
+            natural_size("<svg><rect width=\"9\" height=\"9\"/></svg>"),
+            None
+        );
     }
 }

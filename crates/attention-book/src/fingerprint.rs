@@ -13,9 +13,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use d2l_attention::BackendChoice;
-use d2l_attention::listings::Listing;
 use sha2::{Digest, Sha256};
+
+use crate::table::Registered;
 
 /// The library's source folder, relative to the workspace root.
 pub const LIBRARY: &str = "crates/d2l-attention/src";
@@ -70,19 +70,20 @@ pub fn dependencies(
     Ok(seen)
 }
 
-/// The fingerprint of `listing` on `backend`: a SHA-256 over its name, the
-/// backend, and the path and contents of [`COMMON`] and of its
-/// [`dependencies`]. Outputs made under the same fingerprint are up to date.
+/// The fingerprint of `listing` on `backend` (its name: `flex`,
+/// `libtorch`, …): a SHA-256 over the listing's name, the backend, and the
+/// path and contents of [`COMMON`] and of its [`dependencies`]. Outputs
+/// made under the same fingerprint are up to date.
 ///
 /// # Errors
 /// When a file cannot be read (naming it).
 pub fn fingerprint(
-    listing: &Listing,
-    backend: BackendChoice,
+    listing: &Registered,
+    backend: &str,
 ) -> anyhow::Result<String> {
     let root = workspace_root();
-    let mut files =
-        dependencies(&root, Path::new(listing.file)).with_context(|| {
+    let mut files = dependencies(&root, Path::new(&listing.file))
+        .with_context(|| {
             format!("fingerprinting listing `{}`", listing.name)
         })?;
     for common in COMMON {
@@ -94,7 +95,7 @@ pub fn fingerprint(
         hash.update(bytes);
     };
     part(listing.name.as_bytes());
-    part(backend.to_string().as_bytes());
+    part(backend.as_bytes());
     for file in &files {
         let bytes = fs::read(root.join(file)).with_context(|| {
             format!("cannot read `{}`", root.join(file).display())

@@ -11,6 +11,8 @@ use std::path::Path;
 
 use regex::Regex;
 
+use crate::table::registrations;
+
 /// `markdown` with every fenced code block that includes anchors of one
 /// listing (`{{#include PATH:ANCHOR}}`, PATH relative to `dir`, ANCHOR
 /// inside the function registered as that listing in PATH's `LISTINGS`,
@@ -82,16 +84,9 @@ fn listing_of(file: &Path, anchor: &str) -> anyhow::Result<Option<String>> {
     let Some(at) = text.find(&format!("// ANCHOR: {anchor}\n")) else {
         return Ok(None);
     };
-    let registered = Regex::new(
-        r#"(?s)"([a-z0-9-]+)",\s*file!\(\),\s*(\w+)\)|name:\s*"([a-z0-9-]+)",[^}]*?run:\s*(\w+)"#,
-    )?;
-    let listings: Vec<(String, Range<usize>)> = registered
-        .captures_iter(&text)
-        .filter_map(|c| {
-            let name = c.get(1).or(c.get(3))?.as_str().to_owned();
-            let function = c.get(2).or(c.get(4))?.as_str();
-            Some((name, span(&text, function)?))
-        })
+    let listings: Vec<(String, Range<usize>)> = registrations(&text)
+        .into_iter()
+        .filter_map(|(name, function)| Some((name, span(&text, &function)?)))
         .collect();
     if let Some((name, _)) = listings.iter().find(|(_, b)| b.contains(&at)) {
         return Ok(Some(name.clone()));
@@ -134,10 +129,10 @@ mod tests {
     #[test]
     fn the_book_s_blocks_name_their_listings() {
         let src = crate::fingerprint::workspace_root().join("src");
-        let names: BTreeSet<&str> = d2l_attention::listings::all()
-            .iter()
-            .map(|l| l.name)
-            .collect();
+        let root = crate::fingerprint::workspace_root();
+        let table = crate::table::registered(&root).unwrap();
+        let names: BTreeSet<&str> =
+            table.iter().map(|l| l.name.as_str()).collect();
         let mark = Regex::new(r#"data-listing="([a-z0-9-]+)""#).unwrap();
         let mut marked = BTreeSet::new();
         for page in fs::read_dir(&src).unwrap() {

@@ -30,7 +30,7 @@ use d2l_attention::seq2seq::{
     train_seq2seq,
 };
 
-/// The allocator of the book's `mdbook-listings`, which trains the chapter.
+/// The allocator of the book's listing runner (`listing-runner`), which trains the chapter.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

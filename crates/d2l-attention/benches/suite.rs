@@ -27,7 +27,7 @@ use d2l_attention::seq2seq::{
     Decoder, Encoder, EncoderDecoder, TrainConfig, train_seq2seq,
 };
 
-/// The allocator of the book's `mdbook-listings`, which trains the chapters.
+/// The allocator of the book's listing runner (`listing-runner`), which trains the chapters.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

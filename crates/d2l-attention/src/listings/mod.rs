@@ -6,7 +6,7 @@
 //! `// ANCHOR: name` and `// ANCHOR_END: name`, registered with one line in
 //! its chapter's `LISTINGS` table. It writes what it
 //! prints into an [`Output`] (`writeln!(out, …)`) and hands over its figures;
-//! the book's preprocessor (`mdbook-listings`) saves them under `figures/`
+//! the book's listing runner (`listing-runner`) saves them under `figures/`
 //! as `<name>.txt` and `<figure>.svg`, and the tests compare them with what
 //! the code produces now.
 
@@ -117,13 +117,13 @@ pub struct Listing {
 /// How the tests check a listing's committed outputs.
 #[derive(Clone, Copy)]
 pub enum Check {
-    /// `cargo test` (and `mdbook-listings check`) run the listing again
+    /// `cargo test` (and `listing-runner check`) run the listing again
     /// and compare what it prints and draws with the committed files, within
     /// the tolerance of f32 results on another machine.
     Compare,
     /// A long training whose exact outcome depends on the machine (the
     /// last digits of f32 sums steer which word greedy decoding picks): only
-    /// `mdbook-listings check`, a release build, runs it, and instead of a
+    /// `listing-runner check`, a release build, runs it, and instead of a
     /// comparison asserts these facts about its printed text, which hold on
     /// any machine. `cargo test` asserts them of the committed text.
     Facts(fn(&str) -> anyhow::Result<()>),

@@ -6,21 +6,27 @@ use std::path::{Path, PathBuf};
 use std::fmt::Write;
 
 use attention_book::compare::{Format, compare, report};
-use attention_book::fingerprint::fingerprint;
-use attention_book::{
-    FAILED, MANIFEST, check_output, content_hash, fix_hint, read_manifest,
-    render,
-};
+use attention_book::fingerprint::{fingerprint, workspace_root};
+use attention_book::table::registered as table;
+use attention_book::{FAILED, MANIFEST, content_hash, fix_hint, read_manifest};
 use burn::tensor::Device;
 use d2l_attention::BackendChoice;
 use d2l_attention::listings::{self, Check, Listing, Output};
+use listing_runner::{check_output, registered, render};
 use regex::{Captures, Regex};
 
 fn figures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../figures")
 }
 
-const HOW_TO_FIX: &str = "run `mdbook build` (or `cargo run --release -p attention-book --bin mdbook-listings -- render`) and commit figures/";
+const HOW_TO_FIX: &str = "run `mdbook build` (or `cargo run --release -p listing-runner -- render`) and commit figures/";
+
+/// The preprocessor's table, read from the sources, is the library's.
+#[test]
+fn the_table_read_from_the_sources_is_the_library_s() {
+    let all: Vec<_> = listings::all().iter().map(registered).collect();
+    assert_eq!(table(&workspace_root()).unwrap(), all);
+}
 
 #[test]
 fn every_listing_was_rendered_from_the_current_code() {
@@ -31,7 +37,7 @@ fn every_listing_was_rendered_from_the_current_code() {
         });
         assert_eq!(
             entry.fingerprint,
-            fingerprint(&l, BackendChoice::Flex).unwrap(),
+            fingerprint(&registered(&l), "flex").unwrap(),
             "`{}` changed since its outputs were made; {HOW_TO_FIX}",
             l.name
         );
@@ -65,7 +71,7 @@ fn captured_outputs_match_what_the_listings_print_and_draw() {
         let committed_text =
             fs::read_to_string(figures().join(format!("{}.txt", l.name)));
         if let Check::Facts(facts) = l.check {
-            // Too slow to rerun here; `mdbook-listings check` reruns it in CI.
+            // Too slow to rerun here; `listing-runner check` reruns it in CI.
             if let Err(e) = facts(&committed_text.unwrap_or_default()) {
                 problems.push(format!("figures/{}.txt: {e:#}", l.name));
             }
@@ -293,7 +299,7 @@ fn render_skips_what_is_up_to_date_and_reruns_what_changed() {
         "hello\n"
     );
     // A manifest line that lists no files is not trusted.
-    let fingerprint = fingerprint(&edited, BackendChoice::Flex).unwrap();
+    let fingerprint = fingerprint(&registered(&edited), "flex").unwrap();
     fs::write(
         dir.path().join("fingerprints.txt"),
         format!("hello {fingerprint}\n"),
@@ -381,10 +387,10 @@ fn an_unwritable_figures_folder_is_a_clear_error() {
     assert_eq!(fs::read_to_string(&blocked).unwrap(), "not a folder");
 }
 
-/// Runs the `mdbook-listings` binary with `args`; returns whether it
+/// Runs the `listing-runner` binary with `args`; returns whether it
 /// succeeded and what it wrote on stderr.
 fn listings_cli(args: &[&str]) -> (bool, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mdbook-listings"))
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_listing-runner"))
         .args(args)
         .output()
         .unwrap();
@@ -444,6 +450,31 @@ fn the_fix_a_failed_check_names_fixes_it() {
             "no listing `no-such-listing`; the listings are: qkv-cues"
         ),
         "{stderr}"
+    );
+}
+
+/// What the preprocessor reads back from the runner: its report, written
+/// even when a listing fails.
+#[test]
+fn render_writes_its_report_for_the_preprocessor() {
+    let dir = copy_of_figures();
+    let folder = dir.path().to_str().unwrap();
+    fs::remove_file(dir.path().join("nw-bmm.txt")).unwrap();
+    let file = dir.path().join("report.json");
+    let report = file.to_str().unwrap();
+    let args = ["render", "--figures", folder, "--report", report];
+    let (ok, stderr) =
+        listings_cli(&[&args[..], &["nw-bmm", "qkv-cues"]].concat());
+    assert!(ok, "{stderr}");
+    let report: attention_book::Report =
+        serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        (report.ran, report.skipped, report.failed),
+        (
+            vec!["nw-bmm".to_owned()],
+            vec!["qkv-cues".to_owned()],
+            vec![]
+        )
     );
 }
 
