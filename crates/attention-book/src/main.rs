@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use attention_book::embed::{embed_figures, with_failure_notice};
 use attention_book::marks::mark_listings;
-use attention_book::runner::run_stale;
+use attention_book::runner::{backend_from_env, run_stale};
 use attention_book::table::registered;
 use attention_book::{Report, plan};
 use clap::{Parser, Subcommand};
@@ -71,11 +71,7 @@ fn preprocess() -> anyhow::Result<()> {
 /// Runs the listings whose outputs are stale (none on a fresh clone) on the
 /// backend `D2L_DEVICE` names, through the listing runner.
 fn bring_up_to_date(root: &Path) -> anyhow::Result<Report> {
-    let device = std::env::var("D2L_DEVICE").unwrap_or_default();
-    let backend = match device.trim().to_ascii_lowercase() {
-        name if name.is_empty() => "flex".to_owned(),
-        name => name,
-    };
+    let backend = backend_from_env()?;
     // The committed figures are the default backend's; another
     // backend's go next to the build, and the book shows the former.
     let figures = if backend == "flex" {

@@ -8,10 +8,22 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::LazyLock;
 
 use regex::Regex;
 
 use crate::table::registrations;
+
+/// An include of a Rust file's anchor: `{{#include PATH:ANCHOR}}`.
+static INCLUDE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\{\{#include ([^:}]+\.rs):(\w+)\}\}").expect("a valid pattern")
+});
+
+/// A top-level function's name, at the start of its line.
+static FUNCTION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)^(?:pub(?:\(crate\))? )?fn (\w+)")
+        .expect("a valid pattern")
+});
 
 /// `markdown` with every fenced code block that includes anchors of one
 /// listing (`{{#include PATH:ANCHOR}}`, PATH relative to `dir`, ANCHOR
@@ -42,7 +54,6 @@ use crate::table::registrations;
 /// );
 /// ```
 pub fn mark_listings(markdown: &str, dir: &Path) -> anyhow::Result<String> {
-    let include = Regex::new(r"\{\{#include ([^:}]+\.rs):(\w+)\}\}")?;
     let mut out = String::with_capacity(markdown.len());
     let mut block: Option<String> = None;
     for line in markdown.split_inclusive('\n') {
@@ -54,7 +65,7 @@ pub fn mark_listings(markdown: &str, dir: &Path) -> anyhow::Result<String> {
             (Some(b), true) => {
                 b.push_str(line);
                 let mut names = BTreeSet::new();
-                for c in include.captures_iter(b) {
+                for c in INCLUDE.captures_iter(b) {
                     names.insert(listing_of(&dir.join(&c[1]), &c[2])?);
                 }
                 match names.into_iter().collect::<Vec<_>>().as_slice() {
@@ -91,7 +102,7 @@ fn listing_of(file: &Path, anchor: &str) -> anyhow::Result<Option<String>> {
     if let Some((name, _)) = listings.iter().find(|(_, b)| b.contains(&at)) {
         return Ok(Some(name.clone()));
     }
-    let helper = Regex::new(r"(?m)^(?:pub(?:\(crate\))? )?fn (\w+)")?
+    let helper = FUNCTION
         .captures_iter(&text[..at])
         .last()
         .map(|c| c[1].to_owned());

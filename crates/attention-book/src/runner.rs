@@ -56,8 +56,12 @@ pub fn run_stale(
         stale.len(),
         stale.join(", ")
     );
-    let report = root.join("target/listings-report.json");
-    let _ = std::fs::remove_file(&report);
+    let report = tempfile::Builder::new()
+        .prefix("listings-report")
+        .suffix(".json")
+        .tempfile()
+        .context("cannot create a file for the listing runner's report")?;
+    let report = report.path();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = command(cargo, backend)
         .arg("render")
@@ -65,7 +69,7 @@ pub fn run_stale(
         .arg("--figures")
         .arg(figures)
         .arg("--report")
-        .arg(&report)
+        .arg(report)
         .args(stale)
         .current_dir(root)
         .stdin(Stdio::null())
@@ -76,7 +80,7 @@ pub fn run_stale(
         status.success(),
         "the listing runner failed ({status}); its messages are above"
     );
-    let text = std::fs::read_to_string(&report).with_context(|| {
+    let text = std::fs::read_to_string(report).with_context(|| {
         format!(
             "the listing runner left no report at `{}`",
             report.display()
@@ -85,4 +89,45 @@ pub fn run_stale(
     serde_json::from_str(&text).with_context(|| {
         format!("the listing runner's report `{}`", report.display())
     })
+}
+
+/// The backend `D2L_DEVICE` names, as the runner writes it (`flex` when
+/// unset or empty; `flex`, `libtorch` or `libtorch-cuda:N`, case and
+/// surrounding spaces ignored), so that the preprocessor's fingerprints
+/// are the runner's.
+///
+/// # Errors
+/// When the variable names another device (before anything is built).
+pub fn backend_from_env() -> anyhow::Result<String> {
+    let given = std::env::var("D2L_DEVICE").unwrap_or_default();
+    backend_name(&given).ok_or_else(|| {
+        anyhow::anyhow!(
+            "D2L_DEVICE=`{given}` names an unknown device; valid choices: \
+             flex, libtorch, libtorch-cuda:N (N = GPU index)"
+        )
+    })
+}
+
+/// `given`'s backend as the runner writes it; `None` when it names none.
+///
+/// # Examples
+/// ```
+/// use attention_book::runner::backend_name;
+///
+/// assert_eq!(backend_name("").as_deref(), Some("flex"));
+/// assert_eq!(backend_name(" LibTorch ").as_deref(), Some("libtorch"));
+/// assert_eq!(backend_name("libtorch-cuda:01").as_deref(), Some("libtorch-cuda:1"));
+/// assert_eq!(backend_name("cuda"), None);
+/// ```
+pub fn backend_name(given: &str) -> Option<String> {
+    let name = given.trim().to_ascii_lowercase();
+    match name.as_str() {
+        "" | "flex" => Some("flex".to_owned()),
+        "libtorch" => Some(name),
+        _ => {
+            let index: usize =
+                name.strip_prefix("libtorch-cuda:")?.parse().ok()?;
+            Some(format!("libtorch-cuda:{index}"))
+        }
+    }
 }

@@ -1,10 +1,12 @@
 //! The book's listing table, read from the library's source text rather
 //! than linked: the preprocessor decides what is stale without compiling
 //! burn. `listings::all()` in `listings/mod.rs` names each chapter's
-//! `LISTINGS` in reading order; each chapter file registers its listings
-//! as `Listing::new("name", file!(), function)` or as a `Listing { name:
-//! "name", …, run: function }` literal. The listing runner's tests check
-//! that this table equals `listings::all()`.
+//! `LISTINGS` in reading order (each chapter a file `listings/NAME.rs`);
+//! each chapter's `pub const LISTINGS: &[Listing] = &[…];` registers its
+//! listings as `Listing::new("name", file!(), function)` or as a
+//! `Listing { name: "name", …, run: function }` literal, `name` first.
+//! The listing runner's tests check that this table equals
+//! `listings::all()`, so a registration in another form fails them.
 
 use std::fs;
 use std::path::Path;
@@ -62,19 +64,48 @@ pub fn registered(root: &Path) -> anyhow::Result<Vec<Registered>> {
     Ok(table)
 }
 
-/// A registration: `"name", file!(), function)` or `name: "name", …,
-/// run: function`.
+/// A chapter's table: `pub const LISTINGS: &[Listing] = &[` up to its `];`.
+static TABLE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?s)pub const LISTINGS: &\[Listing\]\s*=\s*&\[(.*?)\];")
+        .expect("a valid pattern")
+});
+
+/// One registration in a table: `Listing::new("name", file!(), function)`
+/// (rustfmt may add a trailing comma) or a `Listing { name: "name", …,
+/// run: function }` literal, `name` first.
 static REGISTRATION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?s)"([a-z0-9-]+)",\s*file!\(\),\s*(\w+)\)|name:\s*"([a-z0-9-]+)",[^}]*?run:\s*(\w+)"#,
+        r#"(?s)Listing::new\(\s*"([a-z0-9-]+)",\s*file!\(\),\s*([\w:]+),?\s*\)|Listing\s*\{\s*name:\s*"([a-z0-9-]+)",.*?run:\s*([\w:]+),?\s*\}"#,
     )
     .expect("a valid pattern")
 });
 
-/// The (name, function) of each listing a chapter file registers, in order.
+/// The (name, function) of each listing a chapter file registers in its
+/// `LISTINGS` table, in order; none when it has no table.
+///
+/// # Examples
+/// ```
+/// use attention_book::table::registrations;
+///
+/// let chapter = "pub const LISTINGS: &[Listing] = &[\n    \
+///     Listing::new(\"a\", file!(), demo_a),\n    \
+///     Listing::new(\n        \"b-with-a-long-name\",\n        file!(),\n        \
+///     super::demo_b,\n    ),\n    \
+///     Listing {\n        name: \"c\",\n        file: file!(),\n        \
+///     check: Check::Facts(facts),\n        run: demo_c,\n    },\n];\n\n\
+///     const TEST: Listing = Listing::new(\"not-in-the-table\", file!(), t);\n";
+/// let found: Vec<(String, String)> = registrations(chapter);
+/// let names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
+/// assert_eq!(names, ["a", "b-with-a-long-name", "c"]);
+/// assert_eq!(found[1].1, "super::demo_b");
+/// assert_eq!(found[2].1, "demo_c");
+/// ```
 pub fn registrations(text: &str) -> Vec<(String, String)> {
+    let Some(table) = TABLE.captures(text) else {
+        return Vec::new();
+    };
     REGISTRATION
-        .captures_iter(text)
+        .captures_iter(&table[1])
         .filter_map(|c| {
             let name = c.get(1).or(c.get(3))?.as_str().to_owned();
             let function = c.get(2).or(c.get(4))?.as_str().to_owned();
