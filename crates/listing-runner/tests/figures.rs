@@ -28,6 +28,33 @@ fn the_table_read_from_the_sources_is_the_library_s() {
     assert_eq!(table(&workspace_root()).unwrap(), all);
 }
 
+/// The preprocessor's reading of `D2L_DEVICE` (which links no library) is
+/// the library's: the same names accepted, written the same way, so that
+/// both compute the same fingerprints.
+#[test]
+fn the_preprocessor_names_backends_as_the_library_does() {
+    use attention_book::runner::backend_name;
+    for given in [
+        "flex",
+        " FLEX ",
+        "libtorch",
+        "LibTorch",
+        "libtorch-cuda:0",
+        "libtorch-cuda:01",
+        "libtorch-cuda:12",
+        "cuda",
+        "libtorch-cuda:",
+        "libtorch-cuda:-1",
+        "flex2",
+        "tch",
+    ] {
+        let library =
+            given.parse::<BackendChoice>().ok().map(|b| b.to_string());
+        assert_eq!(backend_name(given), library, "{given:?}");
+    }
+    assert_eq!(backend_name("").as_deref(), Some("flex"));
+}
+
 #[test]
 fn every_listing_was_rendered_from_the_current_code() {
     let manifest = read_manifest(&figures());

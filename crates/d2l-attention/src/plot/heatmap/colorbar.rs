@@ -71,22 +71,12 @@ pub(super) fn draw_colorbar<DB: DrawingBackend>(
         let RGBColor(r, g, b) = norm.color(cmap, lo + step / 2.0, (vmin, vmax));
         let y0 = chart.backend_coord(&(0.0, lo)).1;
         let y1 = chart.backend_coord(&(0.0, lo + step)).1;
-        let _ = writeln!(
-            out,
-            "<rect x=\"{left}\" y=\"{y1}\" width=\"{}\" height=\"{}\" \
-             fill=\"#{r:02X}{g:02X}{b:02X}\"/>",
-            right - left,
-            y0 - y1
-        );
+        let fill = format!("fill=\"#{r:02X}{g:02X}{b:02X}\"");
+        rect(&mut out, (left, y1), (right - left, y0 - y1), &fill);
     }
     out.push_str("</g>\n");
-    let _ = write!(
-        out,
-        "<rect x=\"{left}\" y=\"{top}\" width=\"{}\" height=\"{}\" \
-         fill=\"none\" stroke=\"#000000\"/>\n",
-        right - left,
-        bottom - top
-    );
+    let frame = "fill=\"none\" stroke=\"#000000\"";
+    rect(&mut out, (left, top), (right - left, bottom - top), frame);
     let font = TICK_FONT * areas.scale / PLOTTERS_PT;
     for v in value_ticks(vmin, vmax) {
         let y = chart.backend_coord(&(1.0, v)).1;
@@ -102,6 +92,15 @@ pub(super) fn draw_colorbar<DB: DrawingBackend>(
         );
     }
     Ok(out)
+}
+
+/// Writes an SVG `<rect>` at `(x, y)` of size `(width, height)`, px, with
+/// `paint` (its fill and stroke attributes).
+fn rect(out: &mut String, (x, y): (i32, i32), (w, h): (i32, i32), paint: &str) {
+    let _ = writeln!(
+        out,
+        "<rect x=\"{x}\" y=\"{y}\" width=\"{w}\" height=\"{h}\" {paint}/>"
+    );
 }
 
 #[cfg(test)]
