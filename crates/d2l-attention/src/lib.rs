@@ -27,6 +27,7 @@ pub mod attention_scoring;
 pub mod bahdanau;
 pub mod device;
 pub mod files;
+pub mod kernels;
 pub mod listings;
 pub mod machine_translation;
 pub mod multihead_attention;

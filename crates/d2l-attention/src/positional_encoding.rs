@@ -7,6 +7,8 @@ use burn::nn::{Dropout, DropoutConfig};
 use burn::prelude::Config;
 use burn::tensor::{Device, Tensor, TensorData};
 
+use crate::kernels::dropout;
+
 /// The sinusoidal encoding of positions 0 … `max_len` − 1 in
 /// `num_hiddens` columns, (max_len, num_hiddens), row-major:
 /// p[i, 2j] = sin(i / 10000^(2j/d)) and p[i, 2j+1] = cos(i / 10000^(2j/d))
@@ -157,7 +159,9 @@ impl PositionalEncoding {
             max_len.saturating_sub(start)
         );
         let p = self.p.clone().narrow(1, start, num_steps);
-        self.dropout
-            .forward(x + p.expand([batch_size, num_steps, num_hiddens]))
+        dropout(
+            &self.dropout,
+            x + p.expand([batch_size, num_steps, num_hiddens]),
+        )
     }
 }

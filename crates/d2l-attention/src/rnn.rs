@@ -6,8 +6,9 @@
 use burn::module::{Module, ModuleDisplay};
 use burn::nn::{Dropout, DropoutConfig, Initializer, Linear, LinearConfig};
 use burn::prelude::Config;
-use burn::tensor::activation::sigmoid;
 use burn::tensor::{Device, Tensor};
+
+use crate::kernels::{dropout, sigmoid};
 
 /// d2l initialises every weight matrix of the seq2seq models with
 /// Xavier-uniform (`xavier_init_weights`, applied by its `train_seq2seq`
@@ -465,7 +466,7 @@ impl<L: RnnLayer> StackedRnn<L> {
             self.layers.iter().zip(states.iter_mut()).enumerate()
         {
             if i > 0 {
-                x = self.dropout.forward(x);
+                x = dropout(&self.dropout, x);
             }
             *state = layer.step(x, state.clone());
             x = self.output(state.clone());

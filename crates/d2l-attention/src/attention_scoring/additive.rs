@@ -3,7 +3,9 @@
 use burn::module::Module;
 use burn::nn::{Dropout, DropoutConfig, Initializer, Linear, LinearConfig};
 use burn::prelude::Config;
-use burn::tensor::{Device, Tensor, activation::sigmoid, module::linear};
+use burn::tensor::{Device, Tensor, module::linear};
+
+use crate::kernels::{self, sigmoid};
 
 use super::*;
 
@@ -170,7 +172,8 @@ impl AdditiveAttention {
         valid_lens: Option<&ValidLens>,
     ) -> Attended {
         check_qkv(&queries, &keys, &values);
-        let weights = masked_softmax(self.scores(queries, keys), valid_lens);
+        let weights =
+            kernels::masked_softmax(self.scores(queries, keys), valid_lens);
         pool(&self.dropout, weights, values)
     }
     // ANCHOR_END: additive_forward
@@ -284,7 +287,8 @@ impl AdditiveAttention {
         let features = sigmoid(queries + projected.keys.clone()); // (tanh + 1) / 2
         let scores =
             linear(features, projected.w_v.clone(), None).squeeze_dim::<3>(3);
-        let weights = masked_softmax(scores, projected.valid_lens.as_ref());
+        let weights =
+            kernels::masked_softmax(scores, projected.valid_lens.as_ref());
         pool(&self.dropout, weights, projected.values.clone())
     }
 }

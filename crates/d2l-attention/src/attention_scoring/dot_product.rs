@@ -5,7 +5,9 @@
 use burn::module::Module;
 use burn::nn::{Dropout, DropoutConfig};
 use burn::prelude::Config;
-use burn::tensor::{Tensor, activation::softmax};
+use burn::tensor::Tensor;
+
+use crate::kernels::{self, softmax};
 
 use super::*;
 
@@ -145,7 +147,8 @@ impl DotProductAttention {
         valid_lens: Option<&ValidLens>,
     ) -> Attended {
         check_qkv(&queries, &keys, &values);
-        let weights = masked_softmax(self.scores(queries, keys), valid_lens);
+        let weights =
+            kernels::masked_softmax(self.scores(queries, keys), valid_lens);
         pool(&self.dropout, weights, values)
     }
     // ANCHOR_END: dot_product_forward
@@ -238,10 +241,10 @@ pub fn self_attention_loop(
                         / (d3 as f32).sqrt()
                 })
                 .collect();
-            let alpha = softmax(
-                Tensor::<1>::from_floats(scores.as_slice(), &x.device()),
-                0,
-            );
+            let alpha = softmax(Tensor::<1>::from_floats(
+                scores.as_slice(),
+                &x.device(),
+            ));
             (0..n)
                 .map(|j| {
                     column(&v, j)
@@ -286,7 +289,7 @@ pub fn self_attention(
         w_v.clone().matmul(x.clone()),
     );
     let d3 = q.dims()[0] as f64;
-    let weights = softmax(q.transpose().matmul(k) / d3.sqrt(), 1);
+    let weights = softmax(q.transpose().matmul(k) / d3.sqrt());
     (v.matmul(weights.clone().transpose()), weights)
 }
 // ANCHOR_END: self_attention

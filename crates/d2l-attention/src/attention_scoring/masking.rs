@@ -1,8 +1,8 @@
 //! Masking by valid length (d2l zh §10.3.1): which keys a query may see.
 
-use burn::tensor::{
-    Bool, Device, Int, Tensor, TensorData, activation::softmax,
-};
+use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+
+use crate::kernels::softmax;
 
 use super::*;
 
@@ -200,8 +200,18 @@ impl ValidLens {
     }
     // ANCHOR_END: mask
 
+    /// The lengths as a tensor, (batch_size, 1) or (batch_size, num_queries).
+    pub(crate) fn tensor(&self) -> Tensor<2, Int> {
+        self.lens.clone()
+    }
+
     /// The checks of [`ValidLens::mask`], on the host copy.
-    fn check(&self, batch_size: usize, num_queries: usize, num_keys: usize) {
+    pub(crate) fn check(
+        &self,
+        batch_size: usize,
+        num_queries: usize,
+        num_keys: usize,
+    ) {
         let dims = self.lens.dims();
         let shape = if dims[1] == 1 { &dims[..1] } else { &dims[..] };
         assert!(
@@ -236,15 +246,10 @@ impl ValidLens {
 /// masked scores are [`MASK_VALUE`]: finite, so neither the weights nor
 /// their gradient contain NaN. (PyTorch's fused SDPA returns zeros there.)
 ///
-/// The masked scores are set to [`MASK_VALUE`] when some valid length is
-/// 0, and to −∞ when none is (known on the host): every row then has a
-/// finite maximum, and burn-flex's scalar `exp` takes its fast path for −∞
-/// rather than its slow underflow path for −10⁶ (measured in
-/// `benches/reports/2026-12-02-tuning.md`). The weights and their gradient
-/// are d2l's bit for bit as long as each row's largest valid score is above
-/// about −999 896, where e^(−10⁶ − max) is still exactly 0 in f32; below
-/// that, d2l's fill would outweigh the valid keys, and −∞ still gives the
-/// masked keys exactly 0.
+/// `softmax` is the library's ([`crate::kernels::softmax`]): burn's
+/// softmax along the last axis as a backend extension, faster on flex and
+/// under autodiff, within 1e-6 + 1e-6·|value| of burn's
+/// `activation::softmax` in value and gradient (`tests/kernels.rs`).
 ///
 /// # Panics
 /// As [`ValidLens::mask`].
@@ -269,17 +274,10 @@ pub fn masked_softmax(
 ) -> Tensor<3> {
     let [batch_size, num_queries, num_keys] = scores.dims();
     let Some(lens) = valid_lens else {
-        return softmax(scores, 2);
+        return softmax(scores);
     };
     let hidden = lens.mask(batch_size, num_queries, num_keys);
-    // When every row keeps a key, −∞ gives the weights of d2l's −10⁶ bit
-    // for bit, and flex's exp handles −∞ faster.
-    let fill = if lens.min() > 0 {
-        f32::NEG_INFINITY
-    } else {
-        MASK_VALUE
-    };
-    softmax(scores.mask_fill(hidden, fill), 2)
+    softmax(scores.mask_fill(hidden, MASK_VALUE))
 }
 // ANCHOR_END: masked_softmax
 
@@ -315,9 +313,9 @@ pub fn masked_softmax_by(
         Some(hidden) => {
             let (s, m) = (scores.dims(), hidden.dims());
             assert!(s == m, "`hidden` has shape {m:?}, expected {s:?}");
-            softmax(scores.mask_fill(hidden, MASK_VALUE), 2)
+            softmax(scores.mask_fill(hidden, MASK_VALUE))
         }
-        None => softmax(scores, 2),
+        None => softmax(scores),
     }
 }
 // ANCHOR_END: masked_softmax_by

@@ -20,6 +20,8 @@ pub use masking::{ValidLens, masked_softmax, masked_softmax_by};
 use burn::nn::{Dropout, Initializer, Linear};
 use burn::tensor::Tensor;
 
+use crate::kernels::dropout;
+
 /// burn's default `Linear` initialisation (PyTorch's): Kaiming-uniform
 /// with gain 1/√3, which draws weights and biases from U(±1/√fan_in).
 ///
@@ -107,11 +109,11 @@ pub(crate) fn check_fits(arg: &str, x: &Tensor<3>, layer: &Linear) {
 /// on an autodiff device), then a batched matrix product.
 // ANCHOR: pool
 pub(crate) fn pool(
-    dropout: &Dropout,
+    layer: &Dropout,
     weights: Tensor<3>,
     values: Tensor<3>,
 ) -> Attended {
-    let output = dropout.forward(weights.clone()).matmul(values);
+    let output = dropout(layer, weights.clone()).matmul(values);
     Attended {
         output,
         attention_weights: weights,

@@ -8,7 +8,9 @@ pub use parametric::{
     train_on,
 };
 
-use burn::tensor::{Device, Tensor, activation::softmax};
+use burn::tensor::{Device, Tensor};
+
+use crate::kernels::softmax;
 use chacha20::ChaCha12Rng;
 use rand::{RngExt, SeedableRng};
 use rand_distr::Normal;
@@ -265,7 +267,7 @@ pub fn nonparametric_pooling(
     // (n_queries, 1) − (1, n_train): every query against every key.
     let differences =
         queries.unsqueeze_dim::<2>(1) - x_train.unsqueeze_dim::<2>(0);
-    let attention_weights = softmax(-differences.powi_scalar(2) / 2.0, 1);
+    let attention_weights = softmax(-differences.powi_scalar(2) / 2.0);
     let y_hat = attention_weights
         .clone()
         .matmul(y_train.unsqueeze_dim::<2>(1))
@@ -380,7 +382,7 @@ pub fn nadaraya_watson(
             return Err(RegressionError::Bandwidth(sigma));
         }
         // exp(−u²/2σ²) normalised is a softmax; computed as one it never underflows to 0/0.
-        softmax(-differences.powi_scalar(2) / (2.0 * sigma * sigma), 1)
+        softmax(-differences.powi_scalar(2) / (2.0 * sigma * sigma))
     } else {
         let k = kernel.apply(differences);
         let totals = k.clone().sum_dim(1); // (n_queries, 1)

@@ -2,7 +2,9 @@
 //! training on leave-one-out keys and values (d2l zh §10.2.4).
 
 use burn::module::{Module, Param};
-use burn::tensor::{Device, Int, Tensor, TensorData, activation::softmax};
+use burn::tensor::{Device, Int, Tensor, TensorData};
+
+use crate::kernels::softmax;
 
 use super::*;
 
@@ -90,7 +92,7 @@ impl NWKernelRegression {
         let w = self.w.val().unsqueeze::<2>(); // (1, 1)
         let scores =
             -((queries.unsqueeze_dim::<2>(1) - keys) * w).powi_scalar(2) / 2.0;
-        let attention_weights = softmax(scores, 1);
+        let attention_weights = softmax(scores);
         // One weighted average per query, as a batched product:
         // (n, 1, m) × (n, m, 1) → (n, 1, 1)
         let [n, _] = attention_weights.dims();

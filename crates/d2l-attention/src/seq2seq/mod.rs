@@ -22,7 +22,9 @@ pub use train::{
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
-use burn::tensor::{Device, Int, Tensor, activation::log_softmax};
+use burn::tensor::{Device, Int, Tensor};
+
+use crate::kernels::log_softmax;
 
 use crate::attention_scoring::ValidLens;
 
@@ -67,7 +69,7 @@ pub fn masked_softmax_ce_loss(
         dims == [batch_size, num_steps],
         "`label` has shape {dims:?}, expected (batch_size, num_steps) of `pred`"
     );
-    let token_loss = log_softmax(pred, 2)
+    let token_loss = log_softmax(pred)
         .gather(2, label.unsqueeze_dim(2))
         .reshape([batch_size, num_steps])
         .neg();

@@ -28,6 +28,8 @@ use burn::nn::{
 use burn::prelude::Config;
 use burn::tensor::{Device, Int, Tensor, activation::relu};
 
+use crate::kernels::dropout;
+
 use crate::attention_scoring::TORCH_LINEAR;
 use crate::multihead_attention::{
     MultiHeadAttention, MultiHeadAttentionConfig,
@@ -448,7 +450,7 @@ impl AddNorm {
             x.dims(),
             y.dims()
         );
-        self.ln.forward(self.dropout.forward(y) + x)
+        self.ln.forward(dropout(&self.dropout, y) + x)
     }
     // ANCHOR_END: add_norm_forward
 }

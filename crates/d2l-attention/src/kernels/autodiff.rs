@@ -1,0 +1,119 @@
+//! The kernels under autodiff: one forward operation each, with the
+//! backward pass written once for every backend in its own operations.
+//!
+//! For y = softmax(x) along the last axis, ∂L/∂x = y ⊙ (g − Σ g ⊙ y); for
+//! y = log_softmax(x), ∂L/∂x = g − e^y · Σ g (the sums along the last axis,
+//! g = ∂L/∂y).
+
+use super::{AttentionOps, softmax_backward};
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind, unary};
+use burn::backend::tensor::{FloatTensor, IntTensor};
+use burn::backend::{Autodiff, Backend, TensorMetadata};
+
+fn last_dim<B: Backend>(x: &FloatTensor<B>) -> usize {
+    x.shape().num_dims() - 1
+}
+
+/// g − e^y · Σ g.
+fn log_softmax_backward<B: Backend + AttentionOps>(
+    y: FloatTensor<B>,
+    g: FloatTensor<B>,
+) -> FloatTensor<B> {
+    let sum = B::float_sum_dim(g.clone(), last_dim::<B>(&y));
+    B::float_sub(g, B::float_mul(B::exp(y), sum))
+}
+
+/// A one-input operation whose gradient is `self.0(y, extra, g)`, from
+/// its output y and what else the forward pass kept (`extra`).
+#[derive(Debug)]
+struct FromOutput<B: Backend, E>(
+    fn(FloatTensor<B>, E, FloatTensor<B>) -> FloatTensor<B>,
+);
+
+impl<B, E> Backward<B, 1> for FromOutput<B, E>
+where
+    B: Backend,
+    E: Clone + Send + std::fmt::Debug + 'static,
+{
+    type State = (FloatTensor<B>, E);
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, 1>,
+        grads: &mut Gradients,
+        _: &mut Checkpointer,
+    ) {
+        let (y, extra) = ops.state;
+        unary::<B, _>(ops.parents, ops.node, grads, |g| self.0(y, extra, g));
+    }
+}
+
+/// y = `forward`(x) on the inner backend, tracked with the gradient
+/// `backward`(y, `extra`, g).
+fn track<B, C, E>(
+    x: FloatTensor<Autodiff<B, C>>,
+    extra: E,
+    forward: impl FnOnce(FloatTensor<B>) -> FloatTensor<B>,
+    backward: fn(FloatTensor<B>, E, FloatTensor<B>) -> FloatTensor<B>,
+) -> FloatTensor<Autodiff<B, C>>
+where
+    B: Backend,
+    C: CheckpointStrategy,
+    E: Clone + Send + std::fmt::Debug + 'static,
+{
+    let node = x.node();
+    let y = forward(x.into_primitive());
+    match FromOutput(backward)
+        .prepare::<C>([node])
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(prep) => prep.finish((y.clone(), extra), y),
+        OpsKind::UnTracked(prep) => prep.finish(y),
+    }
+}
+
+impl<B: Backend + AttentionOps, C: CheckpointStrategy> AttentionOps
+    for Autodiff<B, C>
+{
+    fn softmax_last(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        track::<B, C, _>(x, (), B::softmax_last, |y, (), g| {
+            softmax_backward::<B>(y, g)
+        })
+    }
+
+    fn masked_softmax_last(
+        scores: FloatTensor<Self>,
+        valid_lens: IntTensor<Self>,
+    ) -> FloatTensor<Self> {
+        let lens = valid_lens.clone();
+        track::<B, C, _>(
+            scores,
+            valid_lens,
+            |s| B::masked_softmax_last(s, lens),
+            |y, lens, g| B::masked_softmax_backward(y, g, lens),
+        )
+    }
+
+    fn log_softmax_last(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        track::<B, C, _>(x, (), B::log_softmax_last, |y, (), g| {
+            log_softmax_backward::<B>(y, g)
+        })
+    }
+
+    /// The gradient g ⊙ y ⊙ (1 − y) is burn's own (fused on flex).
+    fn sigmoid(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        track::<B, C, _>(x, (), <B as AttentionOps>::sigmoid, |y, (), g| {
+            B::sigmoid_backward(y, g)
+        })
+    }
+
+    /// A constant: dropout multiplies by it, and autodiff's product keeps
+    /// the mask for the backward pass.
+    fn dropout_mask(x: FloatTensor<Self>, prob: f64) -> FloatTensor<Self> {
+        FloatTensor::<Self>::new(B::dropout_mask(x.into_primitive(), prob))
+    }
+}

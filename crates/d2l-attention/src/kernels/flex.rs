@@ -1,0 +1,198 @@
+//! The kernels on flex: rows in parallel on rayon's pool (flex's own), each
+//! row in one sweep of SIMD lanes.
+
+use super::AttentionOps;
+use super::exp::{Row, masked_rows, rows};
+use super::mask::dropout_mask;
+use burn::backend::flex::{FlexDevice, FlexTensor};
+use burn::backend::ops::{ActivationOps, IntTensorOps};
+use burn::backend::{Flex, TensorMetadata};
+use burn::tensor::{DType, Distribution, IntDType, TensorData};
+
+use crate::attention_scoring::MASK_VALUE;
+use rayon::prelude::*;
+
+/// Elements per parallel task (whole rows, at least one).
+const TASK: usize = 1 << 14;
+
+/// The rows along the last axis of an f32 tensor, each replaced by
+/// `f(row, out, valid lengths of the task's rows)`, in tasks of whole rows.
+/// When the tensor's buffer is its own (the usual case: the output of the
+/// operation before), the rows are overwritten in place, each task reading
+/// a copy of its rows: no new buffer to zero and fault in.
+fn apply_rows(
+    x: FlexTensor,
+    lens: Option<&[usize]>,
+    f: impl Fn(&[f32], &mut [f32], Option<&[usize]>) + Sync,
+) -> FlexTensor {
+    let shape = x.shape();
+    let len = shape.last().copied().unwrap_or(1);
+    if len == 0 || shape.num_elements() == 0 {
+        return x;
+    }
+    let rows = (TASK / len).max(1);
+    let lens_of =
+        |i: usize, n: usize| lens.map(|l| &l[i * rows..i * rows + n / len]);
+    let mut x = {
+        let contiguous = x.to_contiguous();
+        drop(x);
+        contiguous
+    };
+    if let Some(data) = x.try_storage_mut::<f32>() {
+        data.par_chunks_mut(rows * len)
+            .enumerate()
+            .for_each(|(i, y)| {
+                let input = y.to_vec();
+                f(&input, y, lens_of(i, y.len()))
+            });
+        return x;
+    }
+    let input = x.as_slice::<f32>().expect("contiguous f32");
+    let mut output = vec![0.0f32; input.len()];
+    output
+        .par_chunks_mut(rows * len)
+        .zip(input.par_chunks(rows * len))
+        .enumerate()
+        .for_each(|(i, (y, x))| f(x, y, lens_of(i, y.len())));
+    FlexTensor::from_data(TensorData::new(output, shape))
+}
+
+/// `kind` applied to the rows along the last axis of an f32 tensor.
+fn map_rows(kind: Row, x: FlexTensor) -> FlexTensor {
+    let len = x.shape().last().copied().unwrap_or(1);
+    apply_rows(x, None, |x, y, _| rows(kind, x, y, len))
+}
+
+/// Each row's valid length: `valid_lens` (b, 1 or q) spread over the b · q
+/// rows of scores shaped `shape` (b, q, k).
+fn row_lens(valid_lens: FlexTensor, shape: &[usize]) -> Vec<usize> {
+    let per_query = valid_lens.shape()[1] != 1;
+    let lens: Vec<usize> = valid_lens
+        .into_data()
+        .iter::<i64>()
+        .map(|l| l as usize)
+        .collect();
+    let (q, k) = (shape[1], shape[2]);
+    (0..shape[0] * q)
+        .map(|r| lens[if per_query { r } else { r / q }].min(k))
+        .collect()
+}
+
+fn last_dim(x: &FlexTensor) -> usize {
+    x.shape().num_dims() - 1
+}
+
+impl AttentionOps for Flex {
+    fn softmax_last(x: FlexTensor) -> FlexTensor {
+        match x.dtype() {
+            DType::F32 => map_rows(Row::Softmax, x),
+            _ => Flex::softmax(x.clone(), last_dim(&x)),
+        }
+    }
+
+    fn masked_softmax_last(
+        scores: FlexTensor,
+        valid_lens: FlexTensor,
+    ) -> FlexTensor {
+        let shape = scores.shape();
+        if scores.dtype() != DType::F32
+            || shape.num_dims() != 3
+            || shape[2] == 0
+        {
+            return super::masked_softmax_ops::<Flex>(scores, valid_lens);
+        }
+        let lens = row_lens(valid_lens, &shape);
+        apply_rows(scores, Some(&lens), |x, y, lens| {
+            masked_rows(x, y, lens.expect("one per row"), MASK_VALUE)
+        })
+    }
+
+    fn masked_softmax_backward(
+        y: FlexTensor,
+        grad: FlexTensor,
+        valid_lens: FlexTensor,
+    ) -> FlexTensor {
+        let shape = y.shape();
+        if y.dtype() != DType::F32
+            || grad.dtype() != DType::F32
+            || shape[2] == 0
+        {
+            return super::masked_softmax_backward_ops::<Flex>(
+                y, grad, valid_lens,
+            );
+        }
+        let lens = row_lens(valid_lens, &shape);
+        let (y, g) = (y.to_contiguous(), grad.to_contiguous());
+        let (ys, gs) = (
+            y.as_slice::<f32>().expect("f32"),
+            g.as_slice::<f32>().expect("f32"),
+        );
+        let k = shape[2];
+        // Pair the two inputs row by row: the weights, then the gradient.
+        let mut output = vec![0.0f32; ys.len()];
+        let rows = (TASK / k).max(1);
+        output
+            .par_chunks_mut(rows * k)
+            .zip(ys.par_chunks(rows * k).zip(gs.par_chunks(rows * k)))
+            .zip(lens.par_chunks(rows))
+            .for_each(|((dx, (y, g)), lens)| {
+                let rows = dx
+                    .chunks_exact_mut(k)
+                    .zip(y.chunks_exact(k).zip(g.chunks_exact(k)));
+                for ((dx, (y, g)), &valid) in rows.zip(lens) {
+                    let s: f32 = y.iter().zip(g).map(|(y, g)| y * g).sum();
+                    for ((d, y), g) in dx[..valid].iter_mut().zip(y).zip(g) {
+                        *d = y * (g - s);
+                    }
+                }
+            });
+        FlexTensor::from_data(TensorData::new(output, shape))
+    }
+
+    fn log_softmax_last(x: FlexTensor) -> FlexTensor {
+        match x.dtype() {
+            DType::F32 => map_rows(Row::LogSoftmax, x),
+            _ => Flex::log_softmax(x.clone(), last_dim(&x)),
+        }
+    }
+
+    fn exp(x: FlexTensor) -> FlexTensor {
+        match x.dtype() {
+            DType::F32 => map_rows(Row::Exp, x),
+            _ => {
+                <Flex as burn::backend::ops::FloatTensorOps<Flex>>::float_exp(x)
+            }
+        }
+    }
+
+    fn sigmoid(x: FlexTensor) -> FlexTensor {
+        match x.dtype() {
+            DType::F32 => map_rows(Row::Sigmoid, x),
+            _ => <Flex as ActivationOps<Flex>>::sigmoid(x),
+        }
+    }
+
+    fn dropout_mask(x: FlexTensor, prob: f64) -> FlexTensor {
+        // One seed per call from flex's seeded generator, so that
+        // `Device::seed` makes the masks reproducible.
+        let seed = Flex::int_random(
+            [1].into(),
+            Distribution::Default,
+            &FlexDevice,
+            IntDType::U64,
+        );
+        let seed = seed.as_slice::<u64>().expect("one u64")[0];
+        let shape = x.shape();
+        let mask = dropout_mask(seed, shape.num_elements(), prob);
+        let mask = FlexTensor::from_data(TensorData::new(mask, shape));
+        match x.dtype() {
+            DType::F32 => mask,
+            dtype => {
+                <Flex as burn::backend::ops::FloatTensorOps<Flex>>::float_cast(
+                    mask,
+                    dtype.into(),
+                )
+            }
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! The softmax family and dropout masks as burn backend extensions: the
+//! library's fast path under attention, the losses and the trainings.
+//!
+//! burn-flex 0.22.1 computes `exp` one element at a time through the C
+//! library, and under autodiff burn splits softmax and log-softmax into five
+//! operations (max, subtract, exp, sum, divide), each with its own backward
+//! step; its random tensors (every dropout mask) draw one element at a time
+//! on one thread. [`AttentionOps`] replaces the three with burn's extension
+//! mechanism (`#[backend_extension]`, burn's `extension` feature), without
+//! forking burn:
+//!
+//! - on flex, a vectorised exp (pulp's SIMD, safe code), rows in parallel,
+//!   one sweep per row for max, exp and sum, written over the input's rows
+//!   when its buffer is not shared; dropout masks from a
+//!   counter-based generator (ChaCha8), in parallel and the same whatever
+//!   the thread count;
+//! - under autodiff, softmax, log-softmax, the masked softmax and the
+//!   sigmoid are one operation each, with the backward pass written once
+//!   (see `autodiff.rs`);
+//! - on libtorch and on the capture backend (`tests/no_host_reads.rs`),
+//!   burn's own operations (torch's softmax on libtorch).
+//!
+//! The functions below are what the library calls: [`softmax`],
+//! [`log_softmax`] (the loss), [`masked_softmax`] (the attention layers),
+//! [`sigmoid`] (the GRU's gates) and [`dropout`]. The scoring chapter shows
+//! d2l's form of the masked softmax,
+//! [`crate::attention_scoring::masked_softmax`] (fill, then [`softmax`]);
+//! `tests/kernels.rs` checks that [`masked_softmax`] computes the same.
+
+// burn-tch is deprecated in favour of burn's Cube backends; the code the
+// extension macro generates for `LibTorch` names it.
+#![allow(deprecated)]
+
+mod autodiff;
+mod exp;
+mod flex;
+mod mask;
+
+use burn::backend::ops::ActivationOps;
+use burn::backend::tensor::{BoolTensor, FloatTensor, IntTensor};
+use burn::backend::{
+    Backend, Dispatch, TensorMetadata, backend_extension, get_device_settings,
+};
+use burn::nn::Dropout;
+use burn::tensor::{Distribution, Shape, Tensor};
+
+use crate::attention_scoring::{MASK_VALUE, ValidLens};
+
+pub use exp::{OVERFLOW, UNDERFLOW};
+
+/// The operations, one implementation per backend (burn's own operations
+/// by default). Call them through [`softmax`], [`log_softmax`], [`exp`],
+/// [`sigmoid`] and [`dropout`].
+#[backend_extension(Flex, LibTorch: cfg(feature = "tch"), Capture, Autodiff)]
+pub trait AttentionOps: Backend {
+    /// Softmax along the last axis.
+    fn softmax_last(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        let dim = x.shape().num_dims() - 1;
+        Self::softmax(x, dim)
+    }
+
+    /// Log-softmax along the last axis.
+    fn log_softmax_last(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        let dim = x.shape().num_dims() - 1;
+        Self::log_softmax(x, dim)
+    }
+
+    /// Softmax along the last axis of `scores` (batch_size, num_queries,
+    /// num_keys) with the keys at or past each query's valid length
+    /// counting as [`MASK_VALUE`]: d2l's `masked_softmax`. `valid_lens` is
+    /// (batch_size, 1) or (batch_size, num_queries), each at most num_keys.
+    fn masked_softmax_last(
+        scores: FloatTensor<Self>,
+        valid_lens: IntTensor<Self>,
+    ) -> FloatTensor<Self> {
+        masked_softmax_ops::<Self>(scores, valid_lens)
+    }
+
+    /// The gradient of the scores of [`AttentionOps::masked_softmax_last`]
+    /// with weights `y` and upstream gradient `grad`: y ⊙ (g − Σ g ⊙ y) on
+    /// the valid keys, 0 on the masked ones (whose scores were replaced).
+    fn masked_softmax_backward(
+        y: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+        valid_lens: IntTensor<Self>,
+    ) -> FloatTensor<Self> {
+        masked_softmax_backward_ops::<Self>(y, grad, valid_lens)
+    }
+
+    /// e^x element by element.
+    fn exp(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        Self::float_exp(x)
+    }
+
+    /// 1 / (1 + e^−x) element by element.
+    fn sigmoid(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        <Self as ActivationOps<Self>>::sigmoid(x)
+    }
+
+    /// A dropout mask shaped like `x`: 1/(1 − `prob`) with probability
+    /// 1 − `prob`, else 0 (a constant under autodiff).
+    fn dropout_mask(x: FloatTensor<Self>, prob: f64) -> FloatTensor<Self> {
+        let keep = 1.0 - prob;
+        let device = x.device();
+        let mask = Self::float_random(
+            x.shape(),
+            Distribution::Bernoulli(keep),
+            &device,
+            x.dtype().into(),
+        );
+        Self::float_mul_scalar(mask, (1.0 / keep).into())
+    }
+}
+
+/// True at the keys at or past each query's valid length: `valid_lens`
+/// (batch_size, 1 or num_queries) against positions 0 … num_keys − 1 of
+/// `shape` (batch_size, num_queries, num_keys), as [`ValidLens::mask`].
+fn hidden<B: Backend>(
+    valid_lens: IntTensor<B>,
+    shape: &Shape,
+) -> BoolTensor<B> {
+    let (device, dtype) = (valid_lens.device(), valid_lens.dtype().into());
+    let lens = B::int_reshape(
+        valid_lens.clone(),
+        [shape[0], valid_lens.shape()[1], 1].into(),
+    );
+    let positions = B::int_arange(0..shape[2] as i64, &device, dtype);
+    let positions = B::int_reshape(positions, [1, 1, shape[2]].into());
+    let bool_dtype = get_device_settings::<B>(&device).bool_dtype;
+    B::int_greater_equal(
+        B::int_expand(positions, shape.clone()),
+        B::int_expand(lens, shape.clone()),
+        bool_dtype,
+    )
+}
+
+/// [`AttentionOps::masked_softmax_last`] in burn's operations: fill, then
+/// softmax.
+fn masked_softmax_ops<B: AttentionOps>(
+    scores: FloatTensor<B>,
+    valid_lens: IntTensor<B>,
+) -> FloatTensor<B> {
+    let hidden = hidden::<B>(valid_lens, &scores.shape());
+    B::softmax_last(B::float_mask_fill(scores, hidden, MASK_VALUE.into()))
+}
+
+/// [`AttentionOps::masked_softmax_backward`] in burn's operations.
+fn masked_softmax_backward_ops<B: Backend>(
+    y: FloatTensor<B>,
+    grad: FloatTensor<B>,
+    valid_lens: IntTensor<B>,
+) -> FloatTensor<B> {
+    let hidden = hidden::<B>(valid_lens, &y.shape());
+    B::float_mask_fill(softmax_backward::<B>(y, grad), hidden, 0.0.into())
+}
+
+/// y ⊙ (g − Σ g ⊙ y) along the last axis: the softmax's backward pass.
+fn softmax_backward<B: Backend>(
+    y: FloatTensor<B>,
+    g: FloatTensor<B>,
+) -> FloatTensor<B> {
+    let dim = y.shape().num_dims() - 1;
+    let gy = B::float_mul(g, y.clone());
+    let sum = B::float_sum_dim(gy.clone(), dim);
+    B::float_sub(gy, B::float_mul(y, sum))
+}
+
+impl AttentionOps for burn::backend::Capture {}
+
+#[cfg(feature = "tch")]
+impl AttentionOps for burn::backend::LibTorch {}
+
+/// Softmax along the last axis of `x`, any shape: e^(x − max) / Σ e^(x − max)
+/// per row, as burn's `activation::softmax(x, D - 1)`, within
+/// 1e-6 + 1e-6·|value| of it in value and gradient (`tests/kernels.rs`).
+///
+/// A row of −∞ only is NaN, as in burn and PyTorch; masked rows filled with
+/// d2l's −10⁶ stay finite (uniform when every key is masked).
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::kernels::softmax;
+///
+/// let x = Tensor::<2>::from_floats([[0.0, 0.0], [0.0, f32::NEG_INFINITY]], &Device::flex());
+/// assert_eq!(softmax(x).try_into_vec_as::<f32>().unwrap(), [0.5, 0.5, 1.0, 0.0]);
+/// ```
+pub fn softmax<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+    Tensor::from_dispatch(<Dispatch as AttentionOps>::softmax_last(
+        x.into_dispatch(),
+    ))
+}
+
+/// Log-softmax along the last axis of `x`: x − max − ln Σ e^(x − max) per
+/// row, as burn's `activation::log_softmax(x, D - 1)`, to the same
+/// tolerance as [`softmax`].
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::kernels::log_softmax;
+///
+/// let x = Tensor::<1>::from_floats([0.0, 0.0], &Device::flex());
+/// let y = log_softmax(x).try_into_vec_as::<f32>().unwrap();
+/// assert_eq!(y, [-std::f32::consts::LN_2; 2]);
+/// ```
+pub fn log_softmax<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+    Tensor::from_dispatch(<Dispatch as AttentionOps>::log_softmax_last(
+        x.into_dispatch(),
+    ))
+}
+
+/// e^x element by element; on flex the vectorised exp: at most 1 ulp from
+/// e^x rounded to f32 when that is at least `f32::MIN_POSITIVE`, exactly 0
+/// below [`UNDERFLOW`] (≈ −87.34, where the C library still returns
+/// subnormals, all below 1.2·10⁻³⁸), +∞ above [`OVERFLOW`] (checked for
+/// every f32 by `tests/kernels.rs`, in release).
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::kernels::exp;
+///
+/// let x = Tensor::<1>::from_floats([0.0, 1.0, f32::NEG_INFINITY, -100.0], &Device::flex());
+/// let y = exp(x).try_into_vec_as::<f32>().unwrap();
+/// assert_eq!(y, [1.0, std::f32::consts::E, 0.0, 0.0]);
+/// ```
+pub fn exp<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+    Tensor::from_dispatch(<Dispatch as AttentionOps>::exp(x.into_dispatch()))
+}
+
+/// d2l's `masked_softmax` (what [`crate::attention_scoring::masked_softmax`]
+/// computes, and the tests compare with it) as one operation: on flex the
+/// masked keys are neither filled nor compared, each row is normalised
+/// over its valid keys with the masked ones sharing one exponential of
+/// [`MASK_VALUE`], and under autodiff the backward pass is one operation
+/// too. `scores` is (batch_size, num_queries, num_keys); `valid_lens` as
+/// in `masked_softmax`.
+///
+/// # Panics
+/// As [`ValidLens::mask`].
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::attention_scoring::ValidLens;
+/// use d2l_attention::kernels::masked_softmax;
+///
+/// let device = Device::flex();
+/// let scores = Tensor::<3>::zeros([2, 1, 4], &device);
+/// let weights = masked_softmax(scores, Some(&ValidLens::new(&[2, 0], &device)));
+/// let weights = weights.try_into_vec_as::<f32>().unwrap();
+/// assert_eq!(weights, [0.5, 0.5, 0.0, 0.0, 0.25, 0.25, 0.25, 0.25]);
+/// ```
+pub fn masked_softmax(
+    scores: Tensor<3>,
+    valid_lens: Option<&ValidLens>,
+) -> Tensor<3> {
+    let Some(lens) = valid_lens else {
+        return softmax(scores);
+    };
+    let [batch_size, num_queries, num_keys] = scores.dims();
+    lens.check(batch_size, num_queries, num_keys);
+    let lens = lens.tensor().into_dispatch();
+    Tensor::from_dispatch(<Dispatch as AttentionOps>::masked_softmax_last(
+        scores.into_dispatch(),
+        lens,
+    ))
+}
+
+/// The logistic sigmoid 1 / (1 + e^−x) element by element, as burn's
+/// `activation::sigmoid`, to the tolerance of [`softmax`]; on flex through
+/// the vectorised exp (the GRU's gates and its tanh, 2σ(2x) − 1, use it).
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::kernels::sigmoid;
+///
+/// let x = Tensor::<1>::from_floats([0.0, 100.0, -100.0], &Device::flex());
+/// // σ(−100) ≈ 3.7·10⁻⁴⁴ lies below f32's normal range: 0 here (see `exp`).
+/// assert_eq!(sigmoid(x).try_into_vec_as::<f32>().unwrap(), [0.5, 1.0, 0.0]);
+/// ```
+pub fn sigmoid<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+    Tensor::from_dispatch(<Dispatch as AttentionOps>::sigmoid(
+        x.into_dispatch(),
+    ))
+}
+
+/// burn's [`Dropout::forward`] with the mask from [`AttentionOps`]: `x`
+/// unchanged unless the layer is in training (its flag on and `x` on an
+/// autodiff device) with a probability above 0; then each element is kept
+/// and scaled by 1/(1 − p) with probability 1 − p, else set to 0. On flex
+/// the mask comes from one seed per call drawn from flex's seeded
+/// generator, so `Device::seed` makes it reproducible and the thread count
+/// does not change it.
+///
+/// # Examples
+/// ```
+/// use burn::nn::DropoutConfig;
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::kernels::dropout;
+///
+/// let layer = DropoutConfig::new(0.5).init();
+/// let x = Tensor::<1>::ones([1000], &Device::flex().autodiff());
+/// let y = dropout(&layer, x.clone()).try_into_vec_as::<f32>().unwrap();
+/// assert!(y.iter().all(|&v| v == 0.0 || v == 2.0));
+/// // Off an autodiff device nothing is dropped.
+/// let plain = Tensor::<1>::ones([4], &Device::flex());
+/// assert_eq!(dropout(&layer, plain).try_into_vec_as::<f32>().unwrap(), [1.0; 4]);
+/// ```
+pub fn dropout<const D: usize>(layer: &Dropout, x: Tensor<D>) -> Tensor<D> {
+    if !layer.training.is_enabled()
+        || !x.device().is_autodiff()
+        || layer.prob == 0.0
+    {
+        return x;
+    }
+    let mask = <Dispatch as AttentionOps>::dropout_mask(
+        x.clone().into_dispatch(),
+        layer.prob,
+    );
+    x * Tensor::from_dispatch(mask)
+}
+
+/// The vectorised exp of [`exp`] on a slice, on the calling thread (what
+/// `tests/kernels.rs` checks).
+///
+/// # Panics
+/// When `input` and `output` differ in length.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::kernels::exp_slice;
+///
+/// let mut y = [0.0; 3];
+/// exp_slice(&[0.0, -1e6, 1e6], &mut y);
+/// assert_eq!(y, [1.0, 0.0, f32::INFINITY]);
+/// ```
+pub fn exp_slice(input: &[f32], output: &mut [f32]) {
+    assert_eq!(
+        input.len(),
+        output.len(),
+        "`input` and `output` differ in length"
+    );
+    if !input.is_empty() {
+        exp::rows(exp::Row::Exp, input, output, input.len());
+    }
+}
