@@ -8,7 +8,8 @@ mod common;
 
 use std::sync::Mutex;
 
-use burn::nn::DropoutConfig;
+use burn::module::Param;
+use burn::nn::{Dropout, DropoutConfig};
 use burn::tensor::activation::{
     log_softmax as burn_log_softmax, sigmoid as burn_sigmoid,
     softmax as burn_softmax,
@@ -193,10 +194,16 @@ fn dropout_keeps_burn_s_semantics() {
         let device = plain.autodiff();
         let x = Tensor::<3>::ones([4, 50, 100], &device);
         let none = DropoutConfig::new(0.0).init();
-        assert_eq!(
-            dropout(&none, x.clone()).try_into_vec_as::<f32>().unwrap(),
-            vec![1.0; 20_000]
-        );
+        let frozen = Dropout {
+            prob: 0.25,
+            training: Param::from_bool(false),
+        };
+        for off in [none, frozen] {
+            assert_eq!(
+                dropout(&off, x.clone()).try_into_vec_as::<f32>().unwrap(),
+                vec![1.0; 20_000]
+            );
+        }
         // Kept entries are scaled by 1/(1 − p); the fraction kept is within
         // 5 standard deviations of 1 − p; the gradient is the mask.
         let x = x.require_grad();

@@ -3,7 +3,7 @@
 //!
 //! For y = softmax(x) along the last axis, ∂L/∂x = y ⊙ (g − Σ g ⊙ y); for
 //! y = log_softmax(x), ∂L/∂x = g − e^y · Σ g (the sums along the last axis,
-//! g = ∂L/∂y).
+//! g = ∂L/∂y); for y = e^x, g ⊙ y.
 
 use super::{AttentionOps, softmax_backward};
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
@@ -101,6 +101,13 @@ impl<B: Backend + AttentionOps, C: CheckpointStrategy> AttentionOps
     fn log_softmax_last(x: FloatTensor<Self>) -> FloatTensor<Self> {
         track::<B, C, _>(x, (), B::log_softmax_last, |y, (), g| {
             log_softmax_backward::<B>(y, g)
+        })
+    }
+
+    /// The gradient of e^x is g ⊙ y.
+    fn exp(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        track::<B, C, _>(x, (), <B as AttentionOps>::exp, |y, (), g| {
+            B::float_mul(g, y)
         })
     }
 

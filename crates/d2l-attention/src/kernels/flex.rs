@@ -1,5 +1,6 @@
 //! The kernels on flex: rows in parallel on rayon's pool (flex's own), each
-//! row in one sweep of SIMD lanes.
+//! row in three passes of SIMD lanes while it stays in cache (max, exp and
+//! sum, scale).
 
 use super::AttentionOps;
 use super::exp::{Row, masked_rows, rows};
@@ -19,7 +20,7 @@ const TASK: usize = 1 << 14;
 /// `f(row, out, valid lengths of the task's rows)`, in tasks of whole rows.
 /// When the tensor's buffer is its own (the usual case: the output of the
 /// operation before), the rows are overwritten in place, each task reading
-/// a copy of its rows: no new buffer to zero and fault in.
+/// a copy of its own rows: no new tensor-sized buffer to zero and fault in.
 fn apply_rows(
     x: FlexTensor,
     lens: Option<&[usize]>,
@@ -95,10 +96,12 @@ impl AttentionOps for Flex {
         valid_lens: FlexTensor,
     ) -> FlexTensor {
         let shape = scores.shape();
-        if scores.dtype() != DType::F32
-            || shape.num_dims() != 3
-            || shape[2] == 0
-        {
+        let rank = shape.num_dims();
+        assert_eq!(
+            rank, 3,
+            "masked softmax: scores of rank {rank}, expected 3"
+        );
+        if scores.dtype() != DType::F32 || shape[2] == 0 {
             return super::masked_softmax_ops::<Flex>(scores, valid_lens);
         }
         let lens = row_lens(valid_lens, &shape);
@@ -113,6 +116,11 @@ impl AttentionOps for Flex {
         valid_lens: FlexTensor,
     ) -> FlexTensor {
         let shape = y.shape();
+        assert_eq!(
+            shape.num_dims(),
+            3,
+            "masked softmax: `y` must be (b, q, k)"
+        );
         if y.dtype() != DType::F32
             || grad.dtype() != DType::F32
             || shape[2] == 0

@@ -10,7 +10,8 @@
 //! forking burn:
 //!
 //! - on flex, a vectorised exp (pulp's SIMD, safe code), rows in parallel,
-//!   one sweep per row for max, exp and sum, written over the input's rows
+//!   three passes per row while it stays in cache (max, exp and sum,
+//!   scale), written over the input's rows
 //!   when its buffer is not shared; dropout masks from a
 //!   counter-based generator (ChaCha8), in parallel and the same whatever
 //!   the thread count;
@@ -49,8 +50,8 @@ use crate::attention_scoring::{MASK_VALUE, ValidLens};
 pub use exp::{OVERFLOW, UNDERFLOW};
 
 /// The operations, one implementation per backend (burn's own operations
-/// by default). Call them through [`softmax`], [`log_softmax`], [`exp`],
-/// [`sigmoid`] and [`dropout`].
+/// by default). Call them through [`softmax`], [`log_softmax`],
+/// [`masked_softmax`], [`exp`], [`sigmoid`] and [`dropout`].
 #[backend_extension(Flex, LibTorch: cfg(feature = "tch"), Capture, Autodiff)]
 pub trait AttentionOps: Backend {
     /// Softmax along the last axis.
@@ -119,6 +120,8 @@ fn hidden<B: Backend>(
     valid_lens: IntTensor<B>,
     shape: &Shape,
 ) -> BoolTensor<B> {
+    let rank = shape.num_dims();
+    assert_eq!(rank, 3, "masked softmax: scores of rank {rank}, expected 3");
     let (device, dtype) = (valid_lens.device(), valid_lens.dtype().into());
     let lens = B::int_reshape(
         valid_lens.clone(),
@@ -175,7 +178,7 @@ impl AttentionOps for burn::backend::LibTorch {}
 /// 1e-6 + 1e-6·|value| of it in value and gradient (`tests/kernels.rs`).
 ///
 /// A row of −∞ only is NaN, as in burn and PyTorch; masked rows filled with
-/// d2l's −10⁶ stay finite (uniform when every key is masked).
+/// d2l's −10⁶ stay finite in f32 (uniform when every key is masked).
 ///
 /// # Examples
 /// ```
