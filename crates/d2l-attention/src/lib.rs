@@ -25,7 +25,9 @@
 
 pub mod attention_scoring;
 pub mod bahdanau;
+pub mod classify;
 pub mod device;
+pub mod fashion_mnist;
 pub mod files;
 pub mod kernels;
 pub mod listings;
@@ -37,9 +39,11 @@ pub mod plot;
 pub mod positional_encoding;
 pub mod printing;
 pub mod random;
+pub mod resnet;
 pub mod rnn;
 pub mod seq2seq;
 pub mod transformer;
+pub mod vit;
 
 pub use device::BackendChoice;
 pub use plot::{Axes, Cmap, HeatmapOptions, Series, Svg, plot, show_heatmaps};

@@ -3,9 +3,9 @@
 //! ratio table and figure the Performance appendix shows of a dated run.
 //!
 //! Every figure is in seconds per operation (per target token for the
-//! trainings); a ratio is PyTorch's seconds over ours, so above 1 ours is
-//! faster. Products count 2·m·n·k FLOPs, and a backward pass twice its
-//! forward pass.
+//! translation trainings, per training image for the ViT's); a ratio is
+//! PyTorch's seconds over ours, so above 1 ours is faster. Products count
+//! 2·m·n·k FLOPs, and a backward pass twice its forward pass.
 
 use plotters::style::RGBColor;
 use serde::{Deserialize, Serialize};
@@ -24,6 +24,8 @@ pub enum Unit {
     Micros,
     /// Target tokens trained on per second (d2l's `train_seq2seq` figure).
     TokensPerSec,
+    /// Training images per second (an image classifier's training).
+    ImagesPerSec,
 }
 
 impl Unit {
@@ -33,7 +35,7 @@ impl Unit {
             Unit::Gflops => flops.unwrap_or(f64::NAN) / seconds / 1e9,
             Unit::Millis => seconds * 1e3,
             Unit::Micros => seconds * 1e6,
-            Unit::TokensPerSec => 1.0 / seconds,
+            Unit::TokensPerSec | Unit::ImagesPerSec => 1.0 / seconds,
         }
     }
 
@@ -43,6 +45,7 @@ impl Unit {
             Unit::Millis => "ms",
             Unit::Micros => "µs",
             Unit::TokensPerSec => "tokens/s",
+            Unit::ImagesPerSec => "images/s",
         }
     }
 }
@@ -84,7 +87,7 @@ const fn multihead(
 }
 
 /// The suite's items, in the order of its table.
-pub const ITEMS: [Item; 9] = [
+pub const ITEMS: [Item; 10] = [
     Item {
         id: "gemm_square",
         title: "f32 GEMM 2048³",
@@ -138,6 +141,12 @@ pub const ITEMS: [Item; 9] = [
         title: "Transformer training",
         flops: None,
         unit: Unit::TokensPerSec,
+    },
+    Item {
+        id: "vit",
+        title: "ViT training, Fashion-MNIST",
+        flops: None,
+        unit: Unit::ImagesPerSec,
     },
 ];
 
@@ -368,7 +377,9 @@ impl Run {
     /// The ratios as a figure: one point per item and round for each
     /// backend, on a log axis, with the line where both sides are equally
     /// fast; x is the item's number in [`Run::table`], each (backend,
-    /// round) set a little apart from the others around it.
+    /// round) set a little apart from the others around it. The axis ends
+    /// at the last item the run measured, so that a run made before items
+    /// were added at the end draws as it did.
     ///
     /// # Errors
     /// When the run holds no figures (nothing to draw).
@@ -382,6 +393,10 @@ impl Run {
         let spacing = (0.7 / slots as f64).min(0.2);
         let offset =
             |slot: usize| (slot as f64 - (slots - 1) as f64 / 2.0) * spacing;
+        let shown = ITEMS
+            .iter()
+            .rposition(|item| self.results.iter().any(|m| m.item == item.id))
+            .map_or(ITEMS.len(), |last| last + 1);
         for (b, backend) in backends.iter().enumerate() {
             let (mut x, mut y) = (Vec::new(), Vec::new());
             for (i, item) in ITEMS.iter().enumerate() {
@@ -398,7 +413,7 @@ impl Run {
             let color = COLORS[series.len() % COLORS.len()];
             series.push(Series::points(&x, &y).label(backend).color(color));
         }
-        let n = ITEMS.len() as f64;
+        let n = shown as f64;
         series.push(
             Series::line(&[0.5, n + 0.5], &[1.0, 1.0])
                 .label("as fast as PyTorch")
@@ -408,7 +423,7 @@ impl Run {
         let ratios = self.results.iter().flat_map(Measured::ratios);
         let (lo, hi) =
             ratios.fold((1.0f64, 1.0f64), |(lo, hi), r| (lo.min(r), hi.max(r)));
-        let items: Vec<f64> = (1..=ITEMS.len()).map(|i| i as f64).collect();
+        let items: Vec<f64> = (1..=shown).map(|i| i as f64).collect();
         let axes = Axes::new(
             "item (as numbered in the table)",
             "PyTorch's time / ours",
@@ -531,6 +546,8 @@ mod tests {
         assert_eq!(Unit::Gflops.value(0.5, Some(2e9)), 4.0);
         assert_eq!(Unit::Millis.value(0.25, None), 250.0);
         assert_eq!(Unit::TokensPerSec.value(0.001, None), 1000.0);
+        assert_eq!(Unit::ImagesPerSec.value(0.0025, None), 400.0);
+        assert_eq!(Unit::ImagesPerSec.name(), "images/s");
         assert_eq!(figure(1234.567), "1235");
         assert_eq!(figure(12.3456), "12.35");
         assert_eq!(figure(0.5), "0.50");

@@ -27,6 +27,9 @@ pub mod self_attention;
 pub mod transformer;
 pub mod transformer_exercises;
 pub mod transformer_training;
+pub mod vit;
+pub mod vit_exercises;
+pub mod vit_training;
 
 /// A chapter's trained model for `data`, built by `init` from `config`, in
 /// inference mode (`valid()`): loaded from `path` when the file there was
@@ -142,6 +145,9 @@ pub fn all() -> Vec<Listing> {
         transformer::LISTINGS,
         transformer_training::LISTINGS,
         transformer_exercises::LISTINGS,
+        vit::LISTINGS,
+        vit_training::LISTINGS,
+        vit_exercises::LISTINGS,
         performance::LISTINGS,
     ]
     .concat()

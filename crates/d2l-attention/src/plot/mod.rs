@@ -10,6 +10,7 @@
 mod colormap;
 mod diagram;
 mod heatmap;
+mod images;
 mod legend;
 mod lines;
 mod scale;
@@ -22,6 +23,7 @@ use crate::files::{WriteError, write_atomic};
 pub use colormap::Cmap;
 pub use diagram::{Diagram, Node};
 pub use heatmap::{CELL_TITLES_MAX, HeatmapOptions, Norm, show_heatmaps};
+pub use images::{ImageGrid, ImagePanel, show_images};
 pub use lines::{Axes, LINE_TITLES_MAX, LineStyle, Series, plot};
 pub use scale::Scale;
 pub use svg::{PRINT_WIDTH, display_width, escape, min_text_px, svg_size};
