@@ -142,21 +142,21 @@ pub fn data_facts(text: &str) -> anyhow::Result<()> {
 static VIT_EPOCHS: std::sync::Mutex<Vec<ClassEpoch>> =
     std::sync::Mutex::new(Vec::new());
 
-/// The book's ViT trained on the chapter's data; its epochs, as they end.
+/// The book's ViT trained on `train` and tested on `test` (the chapter's
+/// data); its epochs, as they end.
 fn train_vit(
     device: &Device,
-    on_epoch: impl FnMut(ClassEpoch),
+    (train, test): (&Images, &Images),
+    mut on_epoch: impl FnMut(ClassEpoch),
 ) -> anyhow::Result<(ViT, Vec<ClassEpoch>)> {
-    let (train, test) = chapter_data()?;
     let train_device = device.clone().autodiff();
     train_device.seed(SEED); // initial weights and dropout masks
     let model = book_vit().init(&train_device);
     let mut epochs = Vec::new();
-    let mut on_epoch = on_epoch;
     // d2l's settings: SGD, lr 0.1, batches of 128, 10 epochs
     let config = ClassifierTrainConfig::new();
     let model =
-        train_classifier(model, &train, &test, &config, &train_device, |e| {
+        train_classifier(model, train, test, &config, &train_device, |e| {
             on_epoch(e);
             epochs.push(e);
         })?;
@@ -177,15 +177,15 @@ fn epoch_line(e: &ClassEpoch) -> String {
 
 fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: train
+    let (train, test) = chapter_data()?;
     let mut lines = Vec::new();
-    let (model, epochs) = train_vit(device, |e| {
+    let (model, epochs) = train_vit(device, (&train, &test), |e| {
         eprintln!("{}", epoch_line(&e));
         lines.push(epoch_line(&e));
     })?;
     writeln!(out, "{}", lines.join("\n"))?;
     // ANCHOR_END: train
     out.figure("vit-curves", curves(&epochs)?);
-    let (_, test) = chapter_data()?;
     // ANCHOR: predictions
     let first: Images = test.first_per_class(1);
     let predicted = predict(&model, &first, device);
@@ -360,7 +360,7 @@ fn comparison_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let ran = VIT_EPOCHS.lock().expect("not poisoned").clone();
     let vit_epochs = match ran.len() {
         10 => ran,
-        _ => train_vit(device, |_| {})?.1,
+        _ => train_vit(device, (&train, &test), |_| {})?.1,
     };
     let vit_params = book_vit().init(device).num_params();
     let per_epoch = |e: &[ClassEpoch]| {
