@@ -37,6 +37,7 @@ pub mod nadaraya_watson;
 pub mod performance;
 pub mod plot;
 pub mod positional_encoding;
+pub mod pretraining;
 pub mod printing;
 pub mod random;
 pub mod resnet;

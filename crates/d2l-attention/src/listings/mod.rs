@@ -21,6 +21,7 @@ pub mod bahdanau_exercises;
 pub mod multihead;
 pub mod nw;
 pub mod performance;
+pub mod pretraining;
 pub mod qkv;
 pub mod scoring;
 pub mod self_attention;
@@ -148,6 +149,7 @@ pub fn all() -> Vec<Listing> {
         vit::LISTINGS,
         vit_training::LISTINGS,
         vit_exercises::LISTINGS,
+        pretraining::LISTINGS,
         performance::LISTINGS,
     ]
     .concat()

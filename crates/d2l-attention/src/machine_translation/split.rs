@@ -182,6 +182,36 @@ impl Corpus {
         Ok(held)
     }
 
+    /// The distinct English sentences among the first `num_pairs` pairs, in
+    /// order of first appearance, as tokens: one language, for pretraining
+    /// (the corpus lists one English sentence once per French translation).
+    ///
+    /// # Errors
+    /// As [`Corpus::training_data`] for `num_pairs` pairs.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::machine_translation::*;
+    ///
+    /// let text = "Go.\tVa !\nGo.\tMarche.\nHi.\tSalut !\n";
+    /// let corpus = Corpus { path: "fra.txt".into(), text: text.into() };
+    /// assert_eq!(corpus.english_sentences(3).unwrap(), [["go", "."], ["hi", "."]]);
+    /// assert!(corpus.english_sentences(4).unwrap_err().to_string().contains("holds 3"));
+    /// ```
+    pub fn english_sentences(
+        &self,
+        num_pairs: usize,
+    ) -> Result<Vec<Vec<String>>, DataError> {
+        let pairs = self.pairs(Some(num_pairs))?;
+        self.check_count(pairs.source.len(), num_pairs)?;
+        let mut seen = HashSet::new();
+        Ok(pairs
+            .source
+            .into_iter()
+            .filter(|s| seen.insert(s.clone()))
+            .collect())
+    }
+
     fn pairs(&self, num_examples: Option<usize>) -> Result<Pairs, DataError> {
         let pairs = tokenize_nmt(&preprocess_nmt(&self.text), num_examples);
         if pairs.source.is_empty() {

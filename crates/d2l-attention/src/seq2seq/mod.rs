@@ -5,7 +5,7 @@
 
 mod model;
 mod model_file;
-mod predict;
+pub(crate) mod predict;
 mod train;
 
 pub use model::{

@@ -233,7 +233,7 @@ fn check_vocabs<E: Encoder, D: Decoder<E::Output>>(
 }
 
 /// An error unless `model` lives on `device` (autodiff or not).
-pub(super) fn check_device<M: Module>(
+pub(crate) fn check_device<M: Module>(
     model: &M,
     device: &Device,
 ) -> Result<(), Seq2SeqError> {
