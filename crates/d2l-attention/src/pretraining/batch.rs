@@ -108,7 +108,7 @@ pub fn causal_batch(sentences: &[&Vec<usize>], device: &Device) -> LmBatch {
 
 /// The rows padded with `pad` to the longest, (rows, longest); weights
 /// that are 1 inside each row and 0 in its padding; and their sum.
-fn padded(
+pub(super) fn padded(
     rows: &[&[usize]],
     pad: usize,
     device: &Device,
@@ -130,7 +130,8 @@ fn padded(
     )
 }
 
-fn lens(rows: &[&[usize]], device: &Device) -> ValidLens {
+/// The rows' lengths as valid lengths.
+pub(super) fn lens(rows: &[&[usize]], device: &Device) -> ValidLens {
     let lens: Vec<usize> = rows.iter().map(|r| r.len()).collect();
     ValidLens::new(&lens, device)
 }

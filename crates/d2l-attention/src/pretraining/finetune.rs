@@ -3,9 +3,9 @@
 
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
-use burn::tensor::{Device, Int, Tensor, TensorData};
+use burn::tensor::{Device, Int, Tensor};
 
-use super::batch::LmBatch;
+use super::batch::{LmBatch, lens, padded};
 use super::data::{CLS, EOS, PAD};
 use super::models::{MaskedLm, Scores};
 use super::train::{LmEpoch, train_loop};
@@ -132,27 +132,28 @@ impl Scores for SentenceClassifier {
 /// See [`SentenceClassifier`].
 pub fn classify_batch(examples: &[&Labelled], device: &Device) -> LmBatch {
     assert!(!examples.is_empty(), "`examples` is empty");
-    let width = examples.iter().map(|e| e.sentence.len() + 2).max();
-    let width = width.unwrap_or(0);
-    let mut tokens = Vec::with_capacity(examples.len() * width);
-    for e in examples {
-        tokens.push(CLS as i64);
-        tokens.extend(e.sentence.iter().map(|&t| t as i64));
-        tokens.push(EOS as i64);
-        let pad = width - e.sentence.len() - 2;
-        tokens.extend(std::iter::repeat_n(PAD as i64, pad));
-    }
-    let labels: Vec<i64> = examples.iter().map(|e| e.label as i64).collect();
-    let lens: Vec<usize> =
-        examples.iter().map(|e| e.sentence.len() + 2).collect();
-    let n = examples.len();
+    let framed: Vec<Vec<usize>> = examples
+        .iter()
+        .map(|e| {
+            [CLS]
+                .into_iter()
+                .chain(e.sentence.iter().copied())
+                .chain([EOS])
+                .collect()
+        })
+        .collect();
+    let rows: Vec<&[usize]> = framed.iter().map(Vec::as_slice).collect();
+    let labels: Vec<[usize; 1]> = examples.iter().map(|e| [e.label]).collect();
+    let label_rows: Vec<&[usize]> =
+        labels.iter().map(|l| l.as_slice()).collect();
+    let (labels, weights, num_preds) = padded(&label_rows, 0, device);
     LmBatch {
-        tokens: Tensor::from_data(TensorData::new(tokens, [n, width]), device),
-        valid_lens: ValidLens::new(&lens, device),
+        tokens: padded(&rows, PAD, device).0,
+        valid_lens: lens(&rows, device),
         positions: None,
-        labels: Tensor::from_data(TensorData::new(labels, [n, 1]), device),
-        weights: Tensor::ones([n, 1], device),
-        num_preds: n,
+        labels,
+        weights,
+        num_preds,
     }
 }
 
