@@ -20,19 +20,12 @@
 // path in $CHROMIUM.
 
 import fs from "node:fs";
-import http from "node:http";
 import path from "node:path";
-import { chromium } from "playwright-core";
+import { launch, serve, watchedPage } from "./serve.mjs";
 
 const book = path.resolve(process.argv[2] ?? "book/html");
 const src = path.resolve(process.argv[3] ?? "src");
 const shots = path.resolve("target/browser");
-const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
-if (!fs.existsSync(executablePath)) {
-  console.error(`browser test: no Chromium at ${executablePath}: ` +
-    "install it (apt-get install chromium) or set CHROMIUM");
-  process.exit(2);
-}
 if (!fs.existsSync(path.join(book, "index.html"))) {
   console.error(`browser test: no built book in ${book}: run mdbook build`);
   process.exit(2);
@@ -51,28 +44,7 @@ const SEARCH = {
   "performance": "GEMM",
 };
 
-const TYPES = {
-  ".html": "text/html", ".css": "text/css", ".js": "text/javascript",
-  ".svg": "image/svg+xml", ".png": "image/png", ".json": "application/json",
-  ".woff2": "font/woff2", ".woff": "font/woff", ".ttf": "font/ttf",
-};
-const server = http.createServer((req, res) => {
-  let file = decodeURIComponent(new URL(req.url, "http://x").pathname);
-  if (file.endsWith("/")) file += "index.html";
-  const full = path.join(book, file);
-  if (!full.startsWith(book) || !fs.existsSync(full) ||
-    fs.statSync(full).isDirectory()) {
-    res.writeHead(404);
-    res.end();
-    return;
-  }
-  res.writeHead(200, {
-    "content-type": TYPES[path.extname(full)] ?? "application/octet-stream",
-  });
-  fs.createReadStream(full).pipe(res);
-});
-await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
-const base = `http://127.0.0.1:${server.address().port}`;
+const { base, server } = await serve(book);
 
 // Characters of the page that no loaded font covers (they would show as
 // empty boxes): each character, drawn in its element's font, is compared
@@ -272,36 +244,14 @@ function rawTex() {
 const chapters = fs.readdirSync(src)
   .filter((f) => f.endsWith(".md") && f !== "SUMMARY.md")
   .map((f) => f.slice(0, -3));
-const browser = await chromium.launch({
-  executablePath,
-  args: ["--no-sandbox", "--disable-gpu", "--no-first-run",
-    "--disable-background-networking"],
-});
+const browser = await launch();
 const context = await browser.newContext({
   viewport: { width: 1280, height: 900 },
 });
 const failures = [];
 for (const chapter of chapters) {
-  const page = await context.newPage();
   const problems = [];
-  page.on("console", (m) => {
-    if (m.type() === "error") problems.push(`console error: ${m.text()}`);
-  });
-  page.on("pageerror", (e) => problems.push(`script error: ${e.message}`));
-  page.on("response", (r) => {
-    if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`);
-  });
-  page.on("requestfailed", (r) => {
-    if (r.url().startsWith(base)) {
-      problems.push(`request failed: ${r.url()}: ${r.failure()?.errorText}`);
-    }
-  });
-  await page.route("**/*", (route) => {
-    const url = route.request().url();
-    if (url.startsWith(base)) return route.continue();
-    problems.push(`request leaves 127.0.0.1: ${url}`);
-    return route.abort();
-  });
+  const page = await watchedPage(context, base, problems);
   await page.goto(`${base}/${chapter}.html`, { waitUntil: "load" });
   // Figures inside a closed solution load only once it is opened: open
   // them all, as print does, and wait for every <object> to have its SVG.

@@ -89,14 +89,32 @@ pub fn fingerprint(
     for common in COMMON {
         files.extend(module_files(&root, Path::new(common))?);
     }
+    digest(
+        &root,
+        &[listing.name.as_bytes(), backend.as_bytes()],
+        &files,
+    )
+}
+
+/// A SHA-256 over `parts`, then the path and contents of each of `files`
+/// (relative to `root`), each prefixed by its length.
+///
+/// # Errors
+/// When a file cannot be read (naming it).
+pub fn digest(
+    root: &Path,
+    parts: &[&[u8]],
+    files: &BTreeSet<PathBuf>,
+) -> anyhow::Result<String> {
     let mut hash = Sha256::new();
     let mut part = |bytes: &[u8]| {
         hash.update((bytes.len() as u64).to_le_bytes());
         hash.update(bytes);
     };
-    part(listing.name.as_bytes());
-    part(backend.as_bytes());
-    for file in &files {
+    for p in parts {
+        part(p);
+    }
+    for file in files {
         let bytes = fs::read(root.join(file)).with_context(|| {
             format!("cannot read `{}`", root.join(file).display())
         })?;
@@ -109,9 +127,15 @@ pub fn fingerprint(
 /// The first path segment after each `crate::`, including each item of a
 /// `crate::{a::B, c}` group.
 fn named_modules(text: &str) -> BTreeSet<String> {
+    modules_after(text, "crate::")
+}
+
+/// The first path segment after each `prefix` (such as `crate::` or
+/// `d2l_attention::`), including each item of a `prefix{a::B, c}` group.
+pub fn modules_after(text: &str, prefix: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
-    for (i, _) in text.match_indices("crate::") {
-        let rest = &text[i + "crate::".len()..];
+    for (i, _) in text.match_indices(prefix) {
+        let rest = &text[i + prefix.len()..];
         let segments = match rest.strip_prefix('{') {
             Some(group) => top_level_items(group),
             None => vec![rest],
@@ -181,7 +205,7 @@ fn top_level_items(group: &str) -> Vec<&str> {
 /// file under `path` when it is a folder; nothing when none exists (a name
 /// re-exported by the crate root, such as `crate::plot`'s functions, is no
 /// module of its own). Paths are relative to `root`.
-fn module_files(root: &Path, path: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub fn module_files(root: &Path, path: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let full = root.join(path);
     if full.is_file() {
         return Ok(vec![path.to_owned()]);

@@ -17,6 +17,7 @@ pub mod marks;
 pub mod prose;
 pub mod runner;
 pub mod table;
+pub mod widgets;
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -37,11 +37,15 @@ struct Cli {
 enum Command {
     /// mdBook asks whether a renderer is supported: every one is.
     Supports { renderer: String },
+    /// Prints the manifest of the widgets' WebAssembly build as it is now
+    /// (`scripts/build-widgets` saves it as src/widgets/pkg/BUILD.json).
+    WidgetsManifest,
 }
 
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Some(Command::Supports { .. }) => Ok(()),
+        Some(Command::WidgetsManifest) => widgets_manifest(),
         None => preprocess(),
     };
     match result {
@@ -51,6 +55,13 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn widgets_manifest() -> anyhow::Result<()> {
+    let root = attention_book::fingerprint::workspace_root();
+    let manifest = attention_book::widgets::manifest(&root)?;
+    println!("{}", serde_json::to_string_pretty(&manifest)?);
+    Ok(())
 }
 
 fn preprocess() -> anyhow::Result<()> {

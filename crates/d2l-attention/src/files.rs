@@ -1,7 +1,10 @@
 //! Writing files so that a reader never sees half of one.
 
+#[cfg(feature = "native")]
 use std::io::Write;
-use std::path::{Path, PathBuf};
+#[cfg(feature = "native")]
+use std::path::Path;
+use std::path::PathBuf;
 
 /// Why a file could not be written.
 ///
@@ -46,6 +49,7 @@ pub struct WriteError {
 /// // Only the file itself is left: no temporary file.
 /// assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 /// ```
+#[cfg(feature = "native")]
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     let err = |error| WriteError {
         path: path.to_owned(),
@@ -75,7 +79,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     Ok(())
 }
 
-#[cfg(all(test, unix))]
+#[cfg(all(test, unix, feature = "native"))]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;

@@ -22,14 +22,26 @@
 //! [`attention_scoring::ValidLens`] is built from host values and keeps a
 //! copy, so that forward passes and training steps never read a tensor back
 //! from the device (the test `no_host_reads` proves it).
+//!
+//! # Features
+//!
+//! `native` (default) holds what only a native build has: the corpus's
+//! download and the user cache folder, files written atomically, the
+//! listings, the chapters that read their data from files (Fashion-MNIST,
+//! pretraining), burn's capture device and PyTorch reader. Without it the
+//! library builds for `wasm32-unknown-unknown`, as the book's widgets use
+//! it. `tch` adds the libtorch backend.
 
 pub mod attention_scoring;
 pub mod bahdanau;
+#[cfg(feature = "native")]
 pub mod classify;
 pub mod device;
+#[cfg(feature = "native")]
 pub mod fashion_mnist;
 pub mod files;
 pub mod kernels;
+#[cfg(feature = "native")]
 pub mod listings;
 pub mod machine_translation;
 pub mod multihead_attention;
@@ -37,6 +49,7 @@ pub mod nadaraya_watson;
 pub mod performance;
 pub mod plot;
 pub mod positional_encoding;
+#[cfg(feature = "native")]
 pub mod pretraining;
 pub mod printing;
 pub mod random;
@@ -45,6 +58,7 @@ pub mod rnn;
 pub mod seq2seq;
 pub mod transformer;
 pub mod vit;
+pub mod widgets;
 
 pub use device::BackendChoice;
 pub use plot::{Axes, Cmap, HeatmapOptions, Series, Svg, plot, show_heatmaps};

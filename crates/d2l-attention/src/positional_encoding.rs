@@ -8,6 +8,8 @@ use burn::prelude::Config;
 use burn::tensor::{Device, Tensor, TensorData};
 
 use crate::kernels::dropout;
+use crate::plot::PlotError;
+use crate::{Axes, HeatmapOptions, Series, Svg, plot, show_heatmaps};
 
 /// The sinusoidal encoding of positions 0 … `max_len` − 1 in
 /// `num_hiddens` columns, (max_len, num_hiddens), row-major:
@@ -164,4 +166,106 @@ impl PositionalEncoding {
             x + p.expand([batch_size, num_steps, num_hiddens]),
         )
     }
+}
+
+/// Columns `columns` of the encoding of positions 0 … `num_steps` − 1 in
+/// `encoding_dim` columns, one line each over the positions (d2l zh
+/// Fig. 10.6.2); the chapter draws columns 6 to 9 of 32 over 60 positions.
+///
+/// # Errors
+/// [`PlotError::InvalidArgument`] naming `columns` when they are empty or
+/// reach past `encoding_dim`, or `num_steps` when it is 0 or over 1000.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::Device;
+/// use d2l_attention::positional_encoding::encoding_columns;
+///
+/// let svg = encoding_columns(32, 60, 6..10, &Device::flex()).unwrap();
+/// assert!(svg.as_str().contains("Col 9"));
+/// let err = encoding_columns(8, 60, 6..10, &Device::flex()).unwrap_err();
+/// assert!(err.to_string().contains("`columns`"), "{err}");
+/// ```
+pub fn encoding_columns(
+    encoding_dim: usize,
+    num_steps: usize,
+    columns: std::ops::Range<usize>,
+    device: &Device,
+) -> Result<Svg, PlotError> {
+    check_size(encoding_dim, num_steps)?;
+    if columns.is_empty() || columns.end > encoding_dim {
+        return Err(PlotError::InvalidArgument {
+            arg: "columns",
+            reason: format!("{columns:?}, of {encoding_dim} columns"),
+        });
+    }
+    // ANCHOR: columns
+    let pe = PositionalEncodingConfig::new(encoding_dim).init(device);
+    let x = pe.forward(Tensor::zeros([1, num_steps, encoding_dim], device));
+    let p = x.squeeze_dim::<2>(0); // (positions, columns)
+    let rows: Vec<f64> = (0..num_steps).map(|i| i as f64).collect();
+    let series: Vec<Series> = columns
+        .map(|column| {
+            let y = p.clone().narrow(1, column, 1).try_into_vec_as::<f64>();
+            y.map(|y| Series::line(&rows, &y).label(&format!("Col {column}")))
+        })
+        .collect::<Result<_, _>>()
+        .map_err(|e| PlotError::Read {
+            arg: "p",
+            reason: format!("{e:?}"),
+        })?;
+    plot(&series, &Axes::new("Row (position)", ""))
+    // ANCHOR_END: columns
+}
+
+/// The encoding of positions 0 … `num_steps` − 1 in `encoding_dim`
+/// columns as one heatmap, positions down and columns across (d2l zh
+/// Fig. 10.6.3); the chapter draws 60 positions of 32 columns.
+///
+/// # Errors
+/// [`PlotError::InvalidArgument`] naming `encoding_dim` when it is 0 or
+/// over 512, or `num_steps` when it is 0 or over 1000.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::Device;
+/// use d2l_attention::positional_encoding::encoding_heatmap;
+///
+/// let svg = encoding_heatmap(32, 60, &Device::flex()).unwrap();
+/// assert!(svg.as_str().contains("Row (position)"));
+/// let err = encoding_heatmap(32, 0, &Device::flex()).unwrap_err();
+/// assert!(err.to_string().contains("`num_steps`"), "{err}");
+/// ```
+pub fn encoding_heatmap(
+    encoding_dim: usize,
+    num_steps: usize,
+    device: &Device,
+) -> Result<Svg, PlotError> {
+    check_size(encoding_dim, num_steps)?;
+    // ANCHOR: heatmap
+    let p = PositionalEncodingConfig::new(encoding_dim).init(device).p;
+    // the first num_steps positions, as one (1, 1, num_steps, encoding_dim) panel
+    let p = p.narrow(1, 0, num_steps).unsqueeze::<4>();
+    let options = HeatmapOptions {
+        figsize: (3.5, 5.0),
+        cmap: crate::Cmap::Blues,
+        ..HeatmapOptions::default()
+    };
+    show_heatmaps(&p, "Column (encoding dimension)", "Row (position)", options)
+    // ANCHOR_END: heatmap
+}
+
+/// Refuses an encoding the figures cannot draw, naming the argument.
+fn check_size(encoding_dim: usize, num_steps: usize) -> Result<(), PlotError> {
+    let invalid = |arg, value: usize, most: usize| PlotError::InvalidArgument {
+        arg,
+        reason: format!("{value}; it must be in 1..={most}"),
+    };
+    if !(1..=512).contains(&encoding_dim) {
+        return Err(invalid("encoding_dim", encoding_dim, 512));
+    }
+    if !(1..=1000).contains(&num_steps) {
+        return Err(invalid("num_steps", num_steps, 1000));
+    }
+    Ok(())
 }

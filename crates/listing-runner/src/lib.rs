@@ -7,7 +7,7 @@
 //! something is.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, bail};
@@ -19,7 +19,7 @@ use attention_book::{
 use burn::tensor::Device;
 use d2l_attention::BackendChoice;
 use d2l_attention::files::write_atomic;
-use d2l_attention::listings::{Check, Listing, Output};
+use d2l_attention::listings::{Check, Listing, Output, models_dir};
 
 /// `listing` as the preprocessor's table has it: name and file.
 pub fn registered(listing: &Listing) -> Registered {
@@ -218,11 +218,61 @@ pub fn check_output(
 }
 
 /// Runs each of `listings` on `backend` and checks its outputs against
-/// `figures` ([`check_output`]); reports progress on stderr.
+/// `figures` ([`check_output`]); reports progress on stderr. The trainings
+/// save their models in `models/` as they run (the listings after them
+/// load those); the committed models are put back afterwards, so that a
+/// check changes no committed file.
 ///
 /// # Errors
-/// When the backend is not compiled in or a listing fails to run.
+/// When the backend is not compiled in, a listing fails to run, or a
+/// committed model cannot be read or put back.
 pub fn check(
+    listings: &[Listing],
+    figures: &Path,
+    backend: BackendChoice,
+) -> anyhow::Result<Vec<String>> {
+    let _models = CommittedModels::read()?;
+    check_all(listings, figures, backend)
+}
+
+/// The committed model files (`models/*.bpk`) with their bytes, written
+/// back when dropped: after a check, also one that failed or panicked.
+struct CommittedModels(Vec<(PathBuf, Vec<u8>)>);
+
+impl Drop for CommittedModels {
+    fn drop(&mut self) {
+        for (path, bytes) in &self.0 {
+            if let Err(e) = write_atomic(path, bytes) {
+                eprintln!("listing-runner: cannot put back a model: {e}");
+            }
+        }
+    }
+}
+
+impl CommittedModels {
+    fn read() -> anyhow::Result<Self> {
+        committed_models().map(Self)
+    }
+}
+
+/// Each committed model file (`models/*.bpk`) with its bytes.
+fn committed_models() -> anyhow::Result<Vec<(PathBuf, Vec<u8>)>> {
+    let dir = models_dir();
+    let mut models = Vec::new();
+    for entry in fs::read_dir(&dir)
+        .with_context(|| format!("cannot read `{}`", dir.display()))?
+    {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "bpk") {
+            let bytes = fs::read(&path)
+                .with_context(|| format!("cannot read `{}`", path.display()))?;
+            models.push((path, bytes));
+        }
+    }
+    Ok(models)
+}
+
+fn check_all(
     listings: &[Listing],
     figures: &Path,
     backend: BackendChoice,

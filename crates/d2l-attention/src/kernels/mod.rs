@@ -52,7 +52,12 @@ pub use exp::{OVERFLOW, UNDERFLOW};
 /// The operations, one implementation per backend (burn's own operations
 /// by default). Call them through [`softmax`], [`log_softmax`],
 /// [`masked_softmax`], [`exp`], [`sigmoid`] and [`dropout`].
-#[backend_extension(Flex, LibTorch: cfg(feature = "tch"), Capture, Autodiff)]
+#[backend_extension(
+    Flex,
+    LibTorch: cfg(feature = "tch"),
+    Capture: cfg(feature = "native"),
+    Autodiff
+)]
 pub trait AttentionOps: Backend {
     /// Softmax along the last axis.
     fn softmax_last(x: FloatTensor<Self>) -> FloatTensor<Self> {
@@ -168,6 +173,7 @@ fn softmax_backward<B: Backend>(
     B::float_sub(gy, B::float_mul(y, sum))
 }
 
+#[cfg(feature = "native")]
 impl AttentionOps for burn::backend::Capture {}
 
 #[cfg(feature = "tch")]

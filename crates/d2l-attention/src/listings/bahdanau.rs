@@ -6,10 +6,10 @@ use burn::tensor::{Device, Int, Tensor};
 
 use super::{Check, Listing, Output, Progress, load_or_train};
 use crate::bahdanau::*;
-use crate::machine_translation::{Corpus, NmtData, bleu, cache_dir};
+use crate::machine_translation::{Corpus, NmtData, bleu};
 use crate::plot::{Diagram, Node};
 use crate::seq2seq::*;
-use crate::{Axes, HeatmapOptions, Series, plot, show_heatmaps};
+use crate::{Axes, Series, plot};
 
 /// The listings of this section.
 pub const LISTINGS: &[Listing] = &[
@@ -75,9 +75,10 @@ fn model_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Where the chapter's trained model is kept.
+/// Where the chapter's trained model is kept: committed, in the book's
+/// `models/` folder ([`super::models_dir`]).
 fn model_path() -> std::path::PathBuf {
-    cache_dir().join("bahdanau-fra-eng.bpk")
+    super::models_dir().join("bahdanau-fra-eng.bpk")
 }
 
 /// The chapter's trained model for `data` (the chapter's 600 pairs), in
@@ -304,37 +305,22 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR_END: translate
     // ANCHOR: heatmap
     let translation = translation.expect("four examples");
-    let source: Vec<&str> = EXAMPLES[3].0.split(' ').chain(["<eos>"]).collect();
-    // one row per decoding step; a translation cut at num_steps has no <eos>
-    let written: Vec<&str> =
-        translation.text.split(' ').chain(["<eos>"]).collect();
-    // (tokens written, source tokens): padding is never attended
-    let weights = translation
-        .weights(AttentionKind::EncoderDecoder, 0, 0)
+    // Bahdanau's one map: (tokens written, source tokens with <eos>), drawn
+    // by the function that draws the Transformer's (padding never attended)
+    let [figure] = attention_figures(&translation, EXAMPLES[3].0)?
+        .try_into()
         .expect("Bahdanau's one attention");
-    let [num_queries, num_keys] = weights.dims();
-    let options = HeatmapOptions {
-        figsize: (3.5, 3.5),
-        xticks: Some(&source),
-        yticks: Some(&written[..num_queries]),
-        ..HeatmapOptions::default()
-    };
-    let figure = show_heatmaps(
-        &weights.clone().reshape([1, 1, num_queries, num_keys]),
-        "Source tokens (keys)",
-        "Tokens written (queries)",
-        options,
-    )?;
+    let num_keys = figure.keys.len();
     // For each token written, the source token it attended to most.
-    let rows = weights.try_into_vec_as::<f32>()?;
-    for (token, row) in written.iter().zip(rows.chunks(num_keys)) {
+    let rows = figure.weights.try_into_vec_as::<f32>()?;
+    for (token, row) in figure.queries.iter().zip(rows.chunks(num_keys)) {
         let (key, weight) =
             row.iter().enumerate().fold((0, 0.0), |best, (k, &w)| {
                 if w > best.1 { (k, w) } else { best }
             });
-        writeln!(out, "{token:>6} <- {:<6} ({weight:.2})", source[key])?;
+        writeln!(out, "{token:>6} <- {:<6} ({weight:.2})", figure.keys[key])?;
     }
     // ANCHOR_END: heatmap
-    out.figure("bahdanau-heatmap", figure);
+    out.figure("bahdanau-heatmap", figure.svg);
     Ok(())
 }

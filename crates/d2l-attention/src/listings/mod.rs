@@ -32,6 +32,14 @@ pub mod vit;
 pub mod vit_exercises;
 pub mod vit_training;
 
+/// The book's committed trained models: `models/` at the top of the
+/// repository. The translation chapters' trainings save there (so a
+/// rerun changes the committed file, as it changes the figures), their
+/// other listings and the book's widgets load from there.
+pub fn models_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models")
+}
+
 /// A chapter's trained model for `data`, built by `init` from `config`, in
 /// inference mode (`valid()`): loaded from `path` when the file there was
 /// made for that configuration and data's vocabularies, else trained

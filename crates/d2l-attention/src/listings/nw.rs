@@ -42,8 +42,7 @@ pub const LISTINGS: &[Listing] = &[
     Listing::new("nw-exercise-own-point", file!(), own_point_exercise),
 ];
 
-/// The seed every listing of this section draws its data with.
-pub const SEED: u64 = 0;
+pub use crate::nadaraya_watson::SEED;
 
 fn data_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: data
@@ -89,12 +88,7 @@ fn nonparametric_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let (first, truth) = (at(&y_hat), at(&data.y_truth));
     writeln!(out, "at x = 0: prediction {first:.2}, truth {truth:.2}")?;
     let prediction = plot_kernel_reg(&data, y_hat)?;
-    let heatmap = show_heatmaps(
-        &attention_weights.unsqueeze::<4>(),
-        "Sorted training inputs",
-        "Sorted test inputs",
-        HeatmapOptions::default(),
-    )?;
+    let heatmap = plot_attention_weights(attention_weights)?;
     // ANCHOR_END: nonparametric_demo
     out.figure("nw-nonparametric", prediction);
     out.figure("nw-nonparametric-heatmap", heatmap);
@@ -210,12 +204,7 @@ fn test_and_draw(
         plot(&[Series::line(&epochs, &losses)], &axes)?,
     );
     out.figure(name, plot_kernel_reg(data, y_hat)?);
-    let heatmap = show_heatmaps(
-        &weights.unsqueeze::<4>(),
-        "Sorted training inputs",
-        "Sorted test inputs",
-        HeatmapOptions::default(),
-    )?;
+    let heatmap = plot_attention_weights(weights)?;
     out.figure(&format!("{name}-heatmap"), heatmap);
     Ok(())
 }
@@ -626,12 +615,7 @@ fn laplace_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let values = data.y_train.clone().unsqueeze::<2>().expand([50, 50]);
     let (y_hat, weights) = model.forward(data.x_test.clone(), keys, values);
     writeln!(out, "test MSE {:.3}", data.test_mse(y_hat))?;
-    let heatmap = show_heatmaps(
-        &weights.unsqueeze::<4>(),
-        "Sorted training inputs",
-        "Sorted test inputs",
-        HeatmapOptions::default(),
-    )?;
+    let heatmap = plot_attention_weights(weights)?;
     // ANCHOR_END: laplace
     out.figure("nw-exercise-laplace", heatmap);
     Ok(())

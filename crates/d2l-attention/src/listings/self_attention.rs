@@ -17,7 +17,7 @@ use crate::multihead_attention::*;
 use crate::plot::{Diagram, Node, Scale};
 use crate::positional_encoding::*;
 use crate::random::{randn, seeded_linear, seeded_multihead};
-use crate::{Axes, HeatmapOptions, Series, plot, show_heatmaps};
+use crate::{Axes, Series, plot};
 
 /// This chapter's listings.
 pub const LISTINGS: &[Listing] = &[
@@ -205,18 +205,8 @@ fn complexity_demo(_: &Device, out: &mut Output) -> anyhow::Result<()> {
 
 fn columns_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: columns
-    let (encoding_dim, num_steps) = (32, 60);
-    let pe = PositionalEncodingConfig::new(encoding_dim).init(device);
-    let x = pe.forward(Tensor::zeros([1, num_steps, encoding_dim], device));
-    let p = x.squeeze_dim::<2>(0); // (positions, columns)
-    let rows: Vec<f64> = (0..num_steps).map(|i| i as f64).collect();
-    let series: Vec<Series> = (6..10)
-        .map(|column| {
-            let y = p.clone().narrow(1, column, 1).try_into_vec_as::<f64>();
-            y.map(|y| Series::line(&rows, &y).label(&format!("Col {column}")))
-        })
-        .collect::<Result<_, _>>()?;
-    let figure = plot(&series, &Axes::new("Row (position)", ""))?;
+    // columns 6 to 9 of a 32-column encoding, over 60 positions
+    let figure = encoding_columns(32, 60, 6..10, device)?;
     // ANCHOR_END: columns
     out.figure("pe-columns", figure);
     Ok(())
@@ -233,20 +223,8 @@ fn binary_demo(_: &Device, out: &mut Output) -> anyhow::Result<()> {
 
 fn heatmap_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: heatmap
-    let p = PositionalEncodingConfig::new(32).init(device).p;
-    // the first 60 positions, as one (1, 1, 60, 32) panel
-    let p = p.narrow(1, 0, 60).unsqueeze::<4>();
-    let options = HeatmapOptions {
-        figsize: (3.5, 5.0),
-        cmap: crate::Cmap::Blues,
-        ..HeatmapOptions::default()
-    };
-    let figure = show_heatmaps(
-        &p,
-        "Column (encoding dimension)",
-        "Row (position)",
-        options,
-    )?;
+    // 60 positions of a 32-column encoding, as one heatmap
+    let figure = encoding_heatmap(32, 60, device)?;
     // ANCHOR_END: heatmap
     out.figure("pe-heatmap", figure);
     Ok(())

@@ -5,16 +5,16 @@
 use std::fmt::Write;
 
 use burn::module::Module;
-use burn::tensor::{Device, Tensor};
+use burn::tensor::Device;
 
 use super::bahdanau::{self, EXAMPLES, check_translation};
 use super::{Check, Listing, Output, Progress, load_or_train};
 use crate::bahdanau::Seq2SeqConfig;
-use crate::machine_translation::{Corpus, NmtData, bleu, cache_dir};
+use crate::machine_translation::{Corpus, NmtData, bleu};
 use crate::plot::LineStyle;
 use crate::seq2seq::*;
 use crate::transformer::{TransformerConfig, TransformerModel};
-use crate::{Axes, HeatmapOptions, Series, plot, show_heatmaps};
+use crate::{Axes, Series, plot};
 use plotters::style::RGBColor;
 
 /// The listings of this section.
@@ -42,9 +42,10 @@ pub const LISTINGS: &[Listing] = &[
 /// The seed of the initial weights and the dropout masks.
 const SEED: u64 = 1;
 
-/// Where the chapter's trained model is kept.
+/// Where the chapter's trained model is kept: committed, in the book's
+/// `models/` folder ([`super::models_dir`]).
 fn model_path() -> std::path::PathBuf {
-    cache_dir().join("transformer-fra-eng.bpk")
+    super::models_dir().join("transformer-fra-eng.bpk")
 }
 
 fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
@@ -108,91 +109,28 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     }
     // ANCHOR_END: translate
     let translation = translation.expect("four examples");
-    heatmaps(&translation, num_layers, num_heads, out)
+    heatmaps(&translation, out)
 }
 
 /// The attention maps of the last translation, each as a grid of layers
 /// (rows) by heads (columns), with tokens on the axes.
-fn heatmaps(
-    t: &Translation,
-    num_layers: usize,
-    num_heads: usize,
-    out: &mut Output,
-) -> anyhow::Result<()> {
+fn heatmaps(t: &Translation, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: heatmaps
-    let source: Vec<&str> = EXAMPLES[3].0.split(' ').chain(["<eos>"]).collect();
-    // one row per decoding step; a translation cut at num_steps has no <eos>
-    let written: Vec<&str> = t.text.split(' ').chain(["<eos>"]).collect();
-    // the decoder's inputs: <bos>, then each token written
-    let read: Vec<&str> =
-        ["<bos>"].into_iter().chain(written.clone()).collect();
-    let name = |what: &str, n: usize| -> Vec<String> {
-        (1..=n).map(|i| format!("{what} {i}")).collect()
-    };
-    let (titles, layers) = (name("head", num_heads), name("layer", num_layers));
-    let titles: Vec<&str> = titles.iter().map(String::as_str).collect();
-    let layers: Vec<&str> = layers.iter().map(String::as_str).collect();
-    // (which maps, the figure's name, what the output calls them)
-    let kinds = [
-        (
-            AttentionKind::EncoderSelfAttention,
-            "encoder-attention",
-            "encoder",
-        ),
-        (
-            AttentionKind::DecoderSelfAttention,
-            "decoder-attention",
-            "decoder",
-        ),
-        (AttentionKind::EncoderDecoder, "cross-attention", "cross"),
-    ];
-    for (kind, name, short) in kinds {
-        // (layers, heads, queries, keys), cut to the tokens that exist
-        let grid: Vec<Tensor<3>> = (0..num_layers)
-            .map(|layer| {
-                let heads = (0..num_heads)
-                    .map(|head| t.weights(kind, layer, head).expect("a map"))
-                    .collect();
-                Tensor::stack(heads, 0)
-            })
-            .collect();
-        let grid: Tensor<4> = Tensor::stack(grid, 0);
-        let [_, _, num_queries, num_keys] = grid.dims();
-        let (queries, keys) = match kind {
-            AttentionKind::EncoderSelfAttention => (&source, &source),
-            AttentionKind::DecoderSelfAttention => (&written, &read),
-            AttentionKind::EncoderDecoder => (&written, &source),
+    // one figure per kind of attention, for the last example
+    for figure in attention_figures(t, EXAMPLES[3].0)? {
+        let name = match figure.kind {
+            AttentionKind::EncoderSelfAttention => "encoder",
+            AttentionKind::DecoderSelfAttention => "decoder",
+            AttentionKind::EncoderDecoder => "cross",
         };
-        let (num_queries, num_keys) =
-            (num_queries.min(queries.len()), num_keys.min(keys.len()));
-        let grid = grid.narrow(2, 0, num_queries).narrow(3, 0, num_keys);
-        let options = HeatmapOptions {
-            titles: Some(&titles),
-            row_titles: Some(&layers),
-            figsize: (7.0, 4.4),
-            xticks: Some(&keys[..num_keys]),
-            yticks: Some(&queries[..num_queries]),
-            ..HeatmapOptions::default()
-        };
-        let (xlabel, ylabel) = match kind {
-            AttentionKind::EncoderSelfAttention => {
-                ("Source tokens (keys)", "Source tokens (queries)")
-            }
-            AttentionKind::DecoderSelfAttention => {
-                ("Tokens read (keys)", "Tokens written (queries)")
-            }
-            AttentionKind::EncoderDecoder => {
-                ("Source tokens (keys)", "Tokens written (queries)")
-            }
-        };
-        let figure = show_heatmaps(&grid, xlabel, ylabel, options)?;
-        out.figure(&format!("transformer-{name}"), figure);
+        out.figure(&format!("transformer-{name}-attention"), figure.svg);
+        let (num_layers, num_heads) = figure.grid;
         writeln!(
             out,
-            "{short}, {num_layers} layers × {num_heads} heads\n  \
+            "{name}, {num_layers} layers × {num_heads} heads\n  \
              queries: {}\n  keys:    {}",
-            queries[..num_queries].join(" "),
-            keys[..num_keys].join(" ")
+            figure.queries.join(" "),
+            figure.keys.join(" ")
         )?;
     }
     // ANCHOR_END: heatmaps

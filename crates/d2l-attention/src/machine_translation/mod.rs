@@ -6,14 +6,23 @@
 //! The corpus is Tatoeba's (tatoeba.org), packaged by manythings.org/anki,
 //! licence CC-BY 2.0 France.
 
+#[cfg(feature = "native")]
 mod corpus;
+#[cfg(feature = "native")]
 mod split;
 
+#[cfg(feature = "native")]
 use corpus::locate;
+mod source;
+
+#[cfg(feature = "native")]
 pub use corpus::{
-    DATA_DIR_ENV, DataError, FRA_ENG, FRA_ENG_MEMBER, FRA_TXT_SHA256, Source,
     cache_dir, extract_fra_eng, load_fra_eng, locate_fra_eng, read_corpus,
 };
+pub use source::{
+    DATA_DIR_ENV, DataError, FRA_ENG, FRA_ENG_MEMBER, FRA_TXT_SHA256, Source,
+};
+#[cfg(feature = "native")]
 pub use split::Corpus;
 
 use std::collections::HashMap;
@@ -264,6 +273,47 @@ impl Vocab {
     /// ```
     pub fn token(&self, index: usize) -> &str {
         self.idx_to_token.get(index).map_or("<unk>", String::as_str)
+    }
+
+    /// The tokens in index order.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::machine_translation::*;
+    ///
+    /// let lines = tokenize_nmt("go .\tva !\n", None).source;
+    /// let vocab = Vocab::new(&lines, 0, &["<pad>"]);
+    /// assert_eq!(vocab.tokens(), ["<unk>", "<pad>", "go", "."]);
+    /// ```
+    pub fn tokens(&self) -> &[String] {
+        &self.idx_to_token
+    }
+
+    /// The vocabulary whose tokens are `tokens`, in index order (as
+    /// [`Vocab::tokens`] gave them), or `None` unless the first is `<unk>`
+    /// and no token repeats.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::machine_translation::*;
+    ///
+    /// let lines = tokenize_nmt("go .\tva !\n", None).source;
+    /// let vocab = Vocab::new(&lines, 0, &["<pad>"]);
+    /// assert_eq!(Vocab::from_tokens(vocab.tokens()), Some(vocab));
+    /// assert_eq!(Vocab::from_tokens(&["go".to_owned()]), None);
+    /// ```
+    pub fn from_tokens(tokens: &[String]) -> Option<Self> {
+        let token_to_idx: HashMap<String, usize> = tokens
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.clone(), i))
+            .collect();
+        let valid = tokens.first().is_some_and(|t| t == "<unk>")
+            && token_to_idx.len() == tokens.len();
+        valid.then(|| Vocab {
+            idx_to_token: tokens.to_vec(),
+            token_to_idx,
+        })
     }
 }
 

@@ -9,11 +9,14 @@
 //! Weights are (out, in); burn's `Linear` stores (in, out).
 
 use std::collections::HashMap;
+#[cfg(feature = "native")]
 use std::path::{Path, PathBuf};
 
 use burn::module::Param;
 use burn::nn::Linear;
+#[cfg(feature = "native")]
 use burn::store::bridge;
+#[cfg(feature = "native")]
 use burn::store::pytorch_reader::{PytorchError, PytorchReader};
 use burn::tensor::{Bool, DType, Device, Tensor, TensorData};
 
@@ -34,6 +37,7 @@ use crate::attention_scoring::{MASK_VALUE, masked_softmax_by, pool};
 #[derive(Debug, thiserror::Error)]
 pub enum PytorchLoadError {
     /// The file could not be read as a PyTorch checkpoint.
+    #[cfg(feature = "native")]
     #[error("cannot read the PyTorch file `{}`", path.display())]
     Read {
         /// The file.
@@ -215,6 +219,7 @@ impl MultiHeadAttention {
     /// assert_eq!((mha.w_q.weight.dims(), mha.num_heads), ([10, 10], 10));
     /// assert!(mha.w_o.bias.is_some());
     /// ```
+    #[cfg(feature = "native")]
     pub fn from_pytorch(
         path: &Path,
         num_heads: usize,

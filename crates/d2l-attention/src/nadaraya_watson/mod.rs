@@ -16,7 +16,7 @@ use rand::{RngExt, SeedableRng};
 use rand_distr::Normal;
 
 use crate::plot::PlotError;
-use crate::{Axes, Series, Svg, plot};
+use crate::{Axes, HeatmapOptions, Series, Svg, plot, show_heatmaps};
 
 /// Why a regression could not be computed.
 ///
@@ -86,6 +86,15 @@ pub enum RegressionError {
         w: f32,
     },
 }
+
+/// The seed the chapter's data is drawn with ([`Dataset::generate`]), by
+/// every listing of the chapter and its widget.
+///
+/// # Examples
+/// ```
+/// assert_eq!(d2l_attention::nadaraya_watson::SEED, 0);
+/// ```
+pub const SEED: u64 = 0;
 
 /// The function to learn: f(x) = 2 sin x + x^0.8 (d2l zh §10.2.1).
 ///
@@ -440,6 +449,31 @@ pub fn plot_kernel_reg(
                 .alpha(0.5),
         ],
         &Axes::new("x", "y").xlim(0.0, 5.0).ylim(-1.0, 5.0),
+    )
+}
+
+/// The attention weights of a Nadaraya–Watson estimate, (n_test, n_train),
+/// as one heatmap with the test inputs down and the training inputs across
+/// (both sorted): d2l's `show_heatmaps` call of zh §10.2.
+///
+/// # Errors
+/// [`PlotError`] when the weights cannot be drawn (a NaN, no entries).
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::nadaraya_watson::plot_attention_weights;
+///
+/// let weights = Tensor::<2>::ones([3, 4], &Device::flex()) / 4.0;
+/// let svg = plot_attention_weights(weights).unwrap();
+/// assert!(svg.as_str().contains("Sorted training inputs"));
+/// ```
+pub fn plot_attention_weights(weights: Tensor<2>) -> Result<Svg, PlotError> {
+    show_heatmaps(
+        &weights.unsqueeze::<4>(),
+        "Sorted training inputs",
+        "Sorted test inputs",
+        HeatmapOptions::default(),
     )
 }
 

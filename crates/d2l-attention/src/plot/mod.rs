@@ -16,9 +16,12 @@ mod lines;
 mod scale;
 mod svg;
 
+#[cfg(feature = "native")]
 use std::path::Path;
 
-use crate::files::{WriteError, write_atomic};
+use crate::files::WriteError;
+#[cfg(feature = "native")]
+use crate::files::write_atomic;
 
 pub use colormap::Cmap;
 pub use diagram::{Diagram, Node};
@@ -139,6 +142,7 @@ impl Svg {
     /// svg.save(dir.path().join("line.svg")).unwrap();
     /// assert_eq!(std::fs::read_to_string(dir.path().join("line.svg")).unwrap(), svg.as_str());
     /// ```
+    #[cfg(feature = "native")]
     pub fn save(&self, path: impl AsRef<Path>) -> Result<(), PlotError> {
         Ok(write_atomic(path.as_ref(), self.0.as_bytes())?)
     }

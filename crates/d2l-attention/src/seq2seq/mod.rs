@@ -3,16 +3,21 @@
 //! cross-entropy loss, gradient clipping by the global norm, the training
 //! loop, greedy prediction, and saving and loading a model.
 
+mod figures;
 mod model;
 mod model_file;
 pub(crate) mod predict;
 mod train;
 
+pub use figures::{AttentionFigure, attention_figures};
 pub use model::{
     AttentionKind, AttentionMap, Decoded, Decoder, Encoder, EncoderDecoder,
 };
+#[cfg(feature = "native")]
+pub use model_file::save_model;
 pub use model_file::{
-    ModelFileError, ModelInfo, VocabId, load_model, save_model,
+    ModelFileError, ModelInfo, VocabId, load_model, model_from_bytes,
+    read_model_info,
 };
 pub use predict::{Translation, predict_seq2seq};
 pub use train::{

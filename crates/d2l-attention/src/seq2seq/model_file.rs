@@ -15,15 +15,19 @@ use burn::tensor::Bytes;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::files::{WriteError, write_atomic};
+use crate::files::WriteError;
+#[cfg(feature = "native")]
+use crate::files::write_atomic;
 use crate::machine_translation::Vocab;
 
 /// The first line of every model file.
-const MAGIC: &[u8] = b"d2l-attention model 1\n";
+const MAGIC: &[u8] = b"d2l-attention model 2\n";
 
-/// A vocabulary as a model file records it: its size and the SHA-256 of
-/// its tokens in index order (joined by `\n`), so that another corpus's
-/// vocabulary of the same size does not pass for it.
+/// A vocabulary as a model file records it: its size, the SHA-256 of its
+/// tokens in index order (joined by `\n`), so that another corpus's
+/// vocabulary of the same size does not pass for it, and the tokens
+/// themselves, so that the file alone can translate (the book's widgets
+/// load nothing else).
 ///
 /// # Examples
 /// ```
@@ -33,6 +37,7 @@ const MAGIC: &[u8] = b"d2l-attention model 1\n";
 /// let lines = tokenize_nmt("go .\tva !\n", None).source;
 /// let id = VocabId::new(&Vocab::new(&lines, 0, &["<pad>", "<bos>", "<eos>"]));
 /// assert_eq!((id.len, id.sha256.len()), (6, 64));
+/// assert_eq!(id.vocab().unwrap().token(3), "<eos>");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VocabId {
@@ -40,6 +45,8 @@ pub struct VocabId {
     pub len: usize,
     /// The SHA-256 of the tokens, in hexadecimal.
     pub sha256: String,
+    /// The tokens, in index order.
+    pub tokens: Vec<String>,
 }
 
 impl VocabId {
@@ -48,18 +55,34 @@ impl VocabId {
     /// # Examples
     /// See [`VocabId`].
     pub fn new(vocab: &Vocab) -> Self {
-        let tokens: Vec<&str> =
-            (0..vocab.len()).map(|i| vocab.token(i)).collect();
-        let digest = Sha256::digest(tokens.join("\n"));
+        let tokens = vocab.tokens().to_vec();
         Self {
             len: vocab.len(),
-            sha256: digest.iter().map(|b| format!("{b:02x}")).collect(),
+            sha256: sha256(&tokens),
+            tokens,
         }
+    }
+
+    /// The vocabulary, or `None` when the tokens do not agree with the
+    /// size and the SHA-256 (or do not make a [`Vocab`]).
+    ///
+    /// # Examples
+    /// See [`VocabId`].
+    pub fn vocab(&self) -> Option<Vocab> {
+        let agree = self.tokens.len() == self.len
+            && sha256(&self.tokens) == self.sha256;
+        agree.then(|| Vocab::from_tokens(&self.tokens)).flatten()
     }
 
     fn describe(&self) -> String {
         format!("{} tokens (SHA-256 {})", self.len, &self.sha256[..12])
     }
+}
+
+/// The SHA-256 of `tokens` joined by `\n`, in hexadecimal.
+fn sha256(tokens: &[String]) -> String {
+    let digest = Sha256::digest(tokens.join("\n"));
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// What a saved model was made for: the configuration it was built from
@@ -252,6 +275,7 @@ pub enum ModelFileError {
 /// assert!(matches!(err, ModelFileError::Mismatch { .. }));
 /// assert!(err.to_string().ends_with("`num_hiddens` is 8 in the file, 16 here"), "{err}");
 /// ```
+#[cfg(feature = "native")]
 pub fn save_model<M: Module>(
     model: &M,
     info: &ModelInfo,
@@ -300,6 +324,92 @@ pub fn load_model<M: Module>(
         path: path.to_owned(),
         source,
     })?;
+    model_from_bytes(model, info, &bytes, path)
+}
+
+/// [`load_model`] on the bytes of a model file already read (in a browser,
+/// fetched or compiled in), where `path` is only the name the errors give
+/// it.
+///
+/// # Errors
+/// As [`load_model`], without [`ModelFileError::Read`].
+///
+/// # Examples
+/// ```
+/// # use burn::tensor::Device;
+/// # use d2l_attention::bahdanau::Seq2SeqConfig;
+/// # use d2l_attention::machine_translation::NmtData;
+/// use d2l_attention::seq2seq::{ModelInfo, model_from_bytes};
+///
+/// let data = NmtData::new("go .\tva !\n", 5, 1).unwrap();
+/// let config = Seq2SeqConfig::new(data.src_vocab.len(), data.tgt_vocab.len(), 4, 8, 1);
+/// let info = ModelInfo::new(&config, &data.src_vocab, &data.tgt_vocab);
+/// let model = config.init(&Device::flex());
+/// let err = model_from_bytes(model, &info, b"not a model", "x.bpk".as_ref()).unwrap_err();
+/// assert!(err.to_string().starts_with("`x.bpk` is not a model file of this book"));
+/// ```
+pub fn model_from_bytes<M: Module>(
+    model: M,
+    info: &ModelInfo,
+    bytes: &[u8],
+    path: &Path,
+) -> Result<M, ModelFileError> {
+    let (saved, params) = split(bytes, path)?;
+    let differences = info.differences(&saved);
+    if !differences.is_empty() {
+        return Err(ModelFileError::Mismatch {
+            path: path.to_owned(),
+            differences,
+        });
+    }
+    let params = Bytes::from_bytes_vec(params.to_vec());
+    ModuleRecord::from_bytes(params)
+        .and_then(|record| model.try_load_record(record))
+        .map_err(|source| ModelFileError::Load {
+            path: path.to_owned(),
+            source,
+        })
+}
+
+/// What the model file `bytes` was made for (its configuration and
+/// vocabularies), read without loading its parameters; `path` is only the
+/// name the errors give it.
+///
+/// # Errors
+/// [`ModelFileError::NotAModelFile`] when the bytes do not start with a
+/// model file's header or its vocabularies do not agree with their
+/// digests.
+///
+/// # Examples
+/// ```
+/// # use burn::tensor::Device;
+/// # use d2l_attention::bahdanau::Seq2SeqConfig;
+/// # use d2l_attention::machine_translation::NmtData;
+/// use d2l_attention::seq2seq::{ModelInfo, read_model_info, save_model};
+///
+/// let data = NmtData::new("go .\tva !\n", 5, 1).unwrap();
+/// let config = Seq2SeqConfig::new(data.src_vocab.len(), data.tgt_vocab.len(), 4, 8, 1);
+/// let info = ModelInfo::new(&config, &data.src_vocab, &data.tgt_vocab);
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("tiny.bpk");
+/// save_model(&config.init(&Device::flex()), &info, &path).unwrap();
+/// let bytes = std::fs::read(&path).unwrap();
+/// let read = read_model_info(&bytes, &path).unwrap();
+/// assert_eq!(read, info);
+/// assert_eq!(read.tgt_vocab.vocab(), Some(data.tgt_vocab));
+/// ```
+pub fn read_model_info(
+    bytes: &[u8],
+    path: &Path,
+) -> Result<ModelInfo, ModelFileError> {
+    split(bytes, path).map(|(info, _)| info)
+}
+
+/// A model file's information and its parameters' bytes.
+fn split<'a>(
+    bytes: &'a [u8],
+    path: &Path,
+) -> Result<(ModelInfo, &'a [u8]), ModelFileError> {
     let not_a_model = || ModelFileError::NotAModelFile {
         path: path.to_owned(),
     };
@@ -308,20 +418,11 @@ pub fn load_model<M: Module>(
         .iter()
         .position(|&b| b == b'\n')
         .ok_or_else(not_a_model)?;
-    let saved: ModelInfo =
+    let info: ModelInfo =
         serde_json::from_slice(&rest[..end]).map_err(|_| not_a_model())?;
-    let differences = info.differences(&saved);
-    if !differences.is_empty() {
-        return Err(ModelFileError::Mismatch {
-            path: path.to_owned(),
-            differences,
-        });
+    let agree = |id: &VocabId| id.vocab().is_some();
+    if !agree(&info.src_vocab) || !agree(&info.tgt_vocab) {
+        return Err(not_a_model());
     }
-    let params = Bytes::from_bytes_vec(rest[end + 1..].to_vec());
-    ModuleRecord::from_bytes(params)
-        .and_then(|record| model.try_load_record(record))
-        .map_err(|source| ModelFileError::Load {
-            path: path.to_owned(),
-            source,
-        })
+    Ok((info, &rest[end + 1..]))
 }

@@ -1,0 +1,229 @@
+// The book's widgets (README, "The widgets"). Each page that has one holds
+// `<div class="widget" data-widget="…" hidden>` with a <details> inside; this
+// script shows it (without JavaScript, or in a page opened as a file, it
+// stays hidden and the page's static figures are all there is) and, when
+// the reader first opens one, loads the
+// library compiled to WebAssembly (pkg/, built by scripts/build-widgets).
+// Everything computed comes from the library: this file only builds the
+// forms and puts the returned figures in the page.
+
+// A classic script (so that a page opened as a file, where browsers refuse
+// modules, still loads it), in a function that keeps its names to itself.
+(() => {
+const STYLE = `
+.widget { margin: 1em 0 1.5em; border: 1px solid var(--quote-border, #ccc);
+  border-radius: 4px; padding: 0.3em 0.8em; }
+.widget summary { cursor: pointer; font-weight: bold; }
+.widget form { display: flex; flex-wrap: wrap; gap: 0.5em 1em;
+  align-items: center; margin: 0.6em 0; }
+.widget input[type=text] { flex: 1 1 16em; font-size: 1em; padding: 0.2em; }
+.widget .widget-message { color: #b00020; }
+.coal .widget .widget-message, .navy .widget .widget-message,
+.ayu .widget .widget-message { color: #ff8a80; }
+.widget code, .widget .widget-text { unicode-bidi: isolate; }
+.widget .widget-output, .widget .widget-message { overflow-wrap: anywhere; }
+.widget .widget-figures.stale { opacity: 0.35; }
+.widget .widget-note, .widget .widget-unknown { font-size: 0.9em; }
+.widget .widget-caption { font-size: 0.85em; font-style: italic; margin: 0; }
+.widget .widget-figures { display: flex; flex-wrap: wrap; gap: 0.8em; }
+.widget .widget-figure { max-width: 100%; }
+.widget .widget-figure svg { display: block; max-width: 100%; height: auto; }
+@media print { .widget { display: none !important; } }
+`;
+
+const GLUE = new URL("pkg/attention_widgets.js", document.currentScript.src);
+let module = null;
+
+/** The wasm module, loaded once, on first use; its load time in ms. */
+function load() {
+  if (!module) {
+    const start = performance.now();
+    module = import(GLUE.href).then(async (m) => {
+      await m.default();
+      return { m, ms: performance.now() - start };
+    });
+  }
+  return module;
+}
+
+function el(tag, props = {}, children = []) {
+  const node = Object.assign(document.createElement(tag), props);
+  node.append(...children);
+  return node;
+}
+
+/** `text` with its `quoted` names (the library's messages quote the
+ * input they name so) as code. */
+function withCode(text) {
+  return text.split("`").map((part, i) =>
+    i % 2 ? el("code", { textContent: part }) : part);
+}
+
+/** Runs `f` on the module and `show` on its result, timing both up to
+ * the next frame; shows an error as the message, and a line while the
+ * module loads. Returns whether it succeeded. */
+async function compute(widget, f, show) {
+  const message = widget.querySelector(".widget-message");
+  message.replaceChildren();
+  widget.dataset.state = "busy";
+  delete widget.dataset.ms;
+  const loaded = module !== null;
+  if (!loaded) {
+    message.textContent = "Loading the book's code, compiled to WebAssembly…";
+  }
+  try {
+    const { m, ms } = await load();
+    if (!loaded) message.replaceChildren();
+    widget.dataset.loadMs = ms.toFixed(1);
+    const start = performance.now();
+    show(JSON.parse(f(m)));
+    await new Promise(requestAnimationFrame);
+    widget.dataset.ms = (performance.now() - start).toFixed(1);
+    widget.dataset.state = "done";
+    return true;
+  } catch (err) {
+    message.replaceChildren(...withCode(String(err.message ?? err)));
+    widget.dataset.state = "error";
+    return false;
+  }
+}
+
+let figures = 0;
+
+/** A figure from the library's SVG text, with its data for the tests. Its
+ * ids (a plot's clip path is `axes`) are made unique in the page, where
+ * several inline figures would otherwise share them. */
+function figure(svg, data = {}, caption = "") {
+  const box = el("div", { className: "widget-figure" });
+  const n = ++figures;
+  box.innerHTML = svg.replaceAll('id="', `id="w${n}-`)
+    .replaceAll("url(#", `url(#w${n}-`);
+  if (caption) box.prepend(el("p", { className: "widget-caption", textContent: caption }));
+  for (const [key, value] of Object.entries(data)) {
+    box.dataset[key] = JSON.stringify(value);
+  }
+  return box;
+}
+
+const TATOEBA = "The model was trained on 600 English–French sentence pairs " +
+  "from Tatoeba (tatoeba.org, licence CC-BY 2.0 France), as d2l packages " +
+  "them; it knows only their words.";
+
+const CAPTIONS = {
+  encoder: "Encoder self-attention: the source tokens attending to each other",
+  decoder: "Decoder self-attention: each token written, over the tokens read",
+  cross: "Encoder–decoder attention: each token written, over the source",
+};
+
+function translation(widget, body) {
+  const model = widget.dataset.widget;
+  const text = el("input", { type: "text", name: "sentence",
+    value: "I'm home.", ariaLabel: "An English sentence" });
+  const form = el("form", {}, [text,
+    el("button", { type: "submit", textContent: "Translate" })]);
+  const out = el("div", { className: "widget-output" });
+  body.append(form, el("p", { className: "widget-message" }), out,
+    el("p", { className: "widget-note", textContent: TATOEBA }));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    out.replaceChildren();
+    await compute(widget, (m) => m.translate(model, text.value), (t) => {
+      widget.dataset.text = t.text;
+      out.append(el("p", {}, ["Read as ", el("code", { textContent: t.source }),
+        ", translated as ", el("strong", { className: "widget-text",
+          textContent: t.text || "(nothing)" })]));
+      if (t.unknown.length) {
+        out.append(el("p", { className: "widget-unknown", textContent:
+          `Not in the training data, read as <unk>: ${t.unknown.join(" ")}` }));
+      }
+      out.append(el("div", { className: "widget-figures" }, t.figures.map((f) =>
+        figure(f.svg, { kind: f.kind, grid: f.grid, queries: f.queries,
+          keys: f.keys, weights: f.weights }, CAPTIONS[f.kind]))));
+    });
+  });
+}
+
+function nadarayaWatson(widget, body) {
+  const kernel = el("select", { name: "kernel", ariaLabel: "Kernel" },
+    ["gaussian", "boxcar", "constant", "epanechikov"].map((k) =>
+      el("option", { value: k, textContent: k })));
+  const bandwidth = el("input", { type: "range", name: "bandwidth",
+    min: "0.05", max: "2", step: "0.05", value: "0.5",
+    ariaLabel: "Bandwidth" });
+  const shown = el("output", { textContent: "h = 0.5" });
+  const mse = el("output", { className: "widget-mse" });
+  const out = el("div", { className: "widget-figures" });
+  body.append(el("form", {}, [el("label", {}, ["Kernel ", kernel]),
+    el("label", {}, ["Bandwidth ", bandwidth]), shown, mse]),
+  el("p", { className: "widget-message" }), out);
+  const redraw = async () => {
+    const h = Number(bandwidth.value);
+    shown.textContent = `h = ${h}`;
+    mse.textContent = "";
+    const ok = await compute(widget,
+      (m) => m.nadaraya_watson(kernel.value, h), (e) => {
+        mse.textContent = `test MSE ${e.test_mse.toFixed(4)}`;
+        out.replaceChildren(figure(e.estimate), figure(e.heatmap));
+      });
+    // on an error the last figures stay, dimmed, so that the page holds
+    // still while the reader drags
+    out.classList.toggle("stale", !ok);
+  };
+  kernel.addEventListener("change", redraw);
+  bandwidth.addEventListener("input", redraw);
+  redraw();
+}
+
+function positionalEncoding(widget, body) {
+  const slider = (name, label, min, max, step, value) => {
+    const input = el("input", { type: "range", name, min, max, step, value,
+      ariaLabel: label });
+    const shown = el("output", { textContent: value });
+    input.addEventListener("input", () => { shown.textContent = input.value; });
+    return [input, el("label", {}, [`${label} `, input, " ", shown])];
+  };
+  // up to 64 × 100 cells: a slider step stays under 0.1 s
+  const [dim, dimLabel] = slider("encoding_dim", "Encoding width", "2",
+    "64", "2", "32");
+  const [steps, stepsLabel] = slider("num_steps", "Positions", "10", "100",
+    "10", "60");
+  const out = el("div", { className: "widget-figures" });
+  body.append(el("form", {}, [dimLabel, stepsLabel]),
+    el("p", { className: "widget-message" }), out);
+  const redraw = async () => {
+    const ok = await compute(widget, (m) =>
+      m.positional_encoding(Number(dim.value), Number(steps.value)),
+    (p) => out.replaceChildren(figure(p.heatmap), figure(p.columns)));
+    if (!ok) out.replaceChildren();
+  };
+  dim.addEventListener("input", redraw);
+  steps.addEventListener("input", redraw);
+  redraw();
+}
+
+const WIDGETS = {
+  transformer: translation,
+  bahdanau: translation,
+  "nadaraya-watson": nadarayaWatson,
+  "positional-encoding": positionalEncoding,
+};
+
+// Browsers fetch no module under file://: there the widgets stay hidden.
+// print.html holds every chapter, so this script once per widget page.
+if (location.protocol === "file:" || window.attentionWidgets) return;
+window.attentionWidgets = true;
+document.head.append(el("style", { textContent: STYLE }));
+for (const widget of document.querySelectorAll(".widget[data-widget]")) {
+  const build = WIDGETS[widget.dataset.widget];
+  const details = widget.querySelector("details");
+  if (!build || !details) continue;
+  widget.hidden = false;
+  details.addEventListener("toggle", () => {
+    if (!details.open || widget.dataset.built) return;
+    widget.dataset.built = "yes";
+    const body = el("div", { className: "widget-body" });
+    details.append(body);
+    build(widget, body);
+  });
+}
+})();
