@@ -17,6 +17,7 @@ const STYLE = `
 .widget form { display: flex; flex-wrap: wrap; gap: 0.5em 1em;
   align-items: center; margin: 0.6em 0; }
 .widget input[type=text] { flex: 1 1 16em; font-size: 1em; padding: 0.2em; }
+.widget button, .widget input, .widget select { font-family: inherit; }
 .widget .widget-message { color: #b00020; }
 .coal .widget .widget-message, .navy .widget .widget-message,
 .ayu .widget .widget-message { color: #ff8a80; }
@@ -30,6 +31,35 @@ const STYLE = `
 .widget .widget-figure svg { display: block; max-width: 100%; height: auto; }
 @media print { .widget { display: none !important; } }
 `;
+
+// The forms' words in the page's language (the Chinese edition's pages
+// are <html lang="zh-CN">); the library's error messages stay English.
+const WORDS = document.documentElement.lang.startsWith("zh") ? {
+  loading: "正在加载本书编译为 WebAssembly 的代码……",
+  sentence: "一个英语句子", translate: "翻译", readAs: "读作 ",
+  translatedAs: "，译为 ", nothing: "（空）",
+  unknown: "训练数据中没有、读作 <unk> 的词：",
+  tatoeba: "模型在 Tatoeba（tatoeba.org，许可证 CC-BY 2.0 France）的 600 个" +
+    "英语－法语句对上训练，句对按 d2l 的方式打包；它只认识这些句子里的词。",
+  encoder: "编码器自注意力：源词元彼此之间",
+  decoder: "解码器自注意力：每个写出的词元，对它读入的词元",
+  cross: "编码器－解码器注意力：每个写出的词元，对源序列",
+  kernel: "核", bandwidth: "带宽", testMse: "测试 MSE",
+  width: "编码宽度", positions: "位置数",
+} : {
+  loading: "Loading the book's code, compiled to WebAssembly…",
+  sentence: "An English sentence", translate: "Translate", readAs: "Read as ",
+  translatedAs: ", translated as ", nothing: "(nothing)",
+  unknown: "Not in the training data, read as <unk>: ",
+  tatoeba: "The model was trained on 600 English–French sentence pairs " +
+    "from Tatoeba (tatoeba.org, licence CC-BY 2.0 France), as d2l packages " +
+    "them; it knows only their words.",
+  encoder: "Encoder self-attention: the source tokens attending to each other",
+  decoder: "Decoder self-attention: each token written, over the tokens read",
+  cross: "Encoder–decoder attention: each token written, over the source",
+  kernel: "Kernel", bandwidth: "Bandwidth", testMse: "test MSE",
+  width: "Encoding width", positions: "Positions",
+};
 
 const GLUE = new URL("pkg/attention_widgets.js", document.currentScript.src);
 let module = null;
@@ -69,7 +99,7 @@ async function compute(widget, f, show) {
   delete widget.dataset.ms;
   const loaded = module !== null;
   if (!loaded) {
-    message.textContent = "Loading the book's code, compiled to WebAssembly…";
+    message.textContent = WORDS.loading;
   }
   try {
     const { m, ms } = await load();
@@ -105,56 +135,46 @@ function figure(svg, data = {}, caption = "") {
   return box;
 }
 
-const TATOEBA = "The model was trained on 600 English–French sentence pairs " +
-  "from Tatoeba (tatoeba.org, licence CC-BY 2.0 France), as d2l packages " +
-  "them; it knows only their words.";
-
-const CAPTIONS = {
-  encoder: "Encoder self-attention: the source tokens attending to each other",
-  decoder: "Decoder self-attention: each token written, over the tokens read",
-  cross: "Encoder–decoder attention: each token written, over the source",
-};
-
 function translation(widget, body) {
   const model = widget.dataset.widget;
   const text = el("input", { type: "text", name: "sentence",
-    value: "I'm home.", ariaLabel: "An English sentence" });
+    value: "I'm home.", ariaLabel: WORDS.sentence });
   const form = el("form", {}, [text,
-    el("button", { type: "submit", textContent: "Translate" })]);
+    el("button", { type: "submit", textContent: WORDS.translate })]);
   const out = el("div", { className: "widget-output" });
   body.append(form, el("p", { className: "widget-message" }), out,
-    el("p", { className: "widget-note", textContent: TATOEBA }));
+    el("p", { className: "widget-note", textContent: WORDS.tatoeba }));
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     out.replaceChildren();
     await compute(widget, (m) => m.translate(model, text.value), (t) => {
       widget.dataset.text = t.text;
-      out.append(el("p", {}, ["Read as ", el("code", { textContent: t.source }),
-        ", translated as ", el("strong", { className: "widget-text",
-          textContent: t.text || "(nothing)" })]));
+      out.append(el("p", {}, [WORDS.readAs, el("code", { textContent: t.source }),
+        WORDS.translatedAs, el("strong", { className: "widget-text",
+          textContent: t.text || WORDS.nothing })]));
       if (t.unknown.length) {
         out.append(el("p", { className: "widget-unknown", textContent:
-          `Not in the training data, read as <unk>: ${t.unknown.join(" ")}` }));
+          WORDS.unknown + t.unknown.join(" ") }));
       }
       out.append(el("div", { className: "widget-figures" }, t.figures.map((f) =>
         figure(f.svg, { kind: f.kind, grid: f.grid, queries: f.queries,
-          keys: f.keys, weights: f.weights }, CAPTIONS[f.kind]))));
+          keys: f.keys, weights: f.weights }, WORDS[f.kind]))));
     });
   });
 }
 
 function nadarayaWatson(widget, body) {
-  const kernel = el("select", { name: "kernel", ariaLabel: "Kernel" },
+  const kernel = el("select", { name: "kernel", ariaLabel: WORDS.kernel },
     ["gaussian", "boxcar", "constant", "epanechikov"].map((k) =>
       el("option", { value: k, textContent: k })));
   const bandwidth = el("input", { type: "range", name: "bandwidth",
     min: "0.05", max: "2", step: "0.05", value: "0.5",
-    ariaLabel: "Bandwidth" });
+    ariaLabel: WORDS.bandwidth });
   const shown = el("output", { textContent: "h = 0.5" });
   const mse = el("output", { className: "widget-mse" });
   const out = el("div", { className: "widget-figures" });
-  body.append(el("form", {}, [el("label", {}, ["Kernel ", kernel]),
-    el("label", {}, ["Bandwidth ", bandwidth]), shown, mse]),
+  body.append(el("form", {}, [el("label", {}, [`${WORDS.kernel} `, kernel]),
+    el("label", {}, [`${WORDS.bandwidth} `, bandwidth]), shown, mse]),
   el("p", { className: "widget-message" }), out);
   const redraw = async () => {
     const h = Number(bandwidth.value);
@@ -162,7 +182,7 @@ function nadarayaWatson(widget, body) {
     mse.textContent = "";
     const ok = await compute(widget,
       (m) => m.nadaraya_watson(kernel.value, h), (e) => {
-        mse.textContent = `test MSE ${e.test_mse.toFixed(4)}`;
+        mse.textContent = `${WORDS.testMse} ${e.test_mse.toFixed(4)}`;
         out.replaceChildren(figure(e.estimate), figure(e.heatmap));
       });
     // on an error the last figures stay, dimmed, so that the page holds
@@ -183,9 +203,9 @@ function positionalEncoding(widget, body) {
     return [input, el("label", {}, [`${label} `, input, " ", shown])];
   };
   // up to 64 × 100 cells: a slider step stays under 0.1 s
-  const [dim, dimLabel] = slider("encoding_dim", "Encoding width", "2",
+  const [dim, dimLabel] = slider("encoding_dim", WORDS.width, "2",
     "64", "2", "32");
-  const [steps, stepsLabel] = slider("num_steps", "Positions", "10", "100",
+  const [steps, stepsLabel] = slider("num_steps", WORDS.positions, "10", "100",
     "10", "60");
   const out = el("div", { className: "widget-figures" });
   body.append(el("form", {}, [dimLabel, stepsLabel]),

@@ -6,7 +6,7 @@
 // - two texts of a figure overlap or stand under 1 px apart as shown; a mark
 //   or text of a figure is cut by its edge, or cut in part by a clip-path;
 // - TeX shows raw (`_{`, `^{`, `$`) in the page's text outside code and math,
-//   captions included, or in a figure;
+//   captions included, or in a figure; Markdown emphasis shows its marks;
 // - a character of the page shows as an empty box: no loaded font has it;
 // - a page whose source has math shows no KaTeX, a KaTeX error, or raw TeX;
 // - a request leaves 127.0.0.1, a request fails, or the console logs an error;
@@ -32,8 +32,36 @@ if (!fs.existsSync(path.join(book, "index.html"))) {
 }
 fs.mkdirSync(shots, { recursive: true });
 
+// The edition: the Chinese one is searched for its own terms.
+const zh = /<html lang="zh/.test(fs.readFileSync(path.join(book, "index.html"), "utf8"));
+
+// Markdown emphasis that did not render (its `*`, `**` or `_` shows), as
+// happens next to Chinese characters: in the page's text outside code and
+// math.
+function rawEmphasis() {
+  const found = [];
+  const walker = document.createTreeWalker(document.querySelector("main"), NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    if (node.parentElement.closest("pre, code, .katex, script, style")) continue;
+    const m = node.data.match(/\*\*|[\u4e00-\u9fff][*_]|[*_][\u4e00-\u9fff]/);
+    if (m) found.push(`markup shows: …${node.data.slice(Math.max(0, m.index - 20), m.index + 20)}…`);
+  }
+  return found;
+}
+
 // A term from each chapter that the search box must find there.
-const SEARCH = {
+const SEARCH = zh ? {
+  "queries-keys-values": "自主性提示",
+  "nadaraya-watson": "Nadaraya",
+  "attention-scoring-functions": "双线性",
+  "bahdanau-attention": "Bahdanau",
+  "multihead-attention": "transpose_qkv",
+  "self-attention-positional-encoding": "正弦",
+  "transformer": "AddNorm",
+  "performance": "GEMM",
+  "glossary": "缩放定律",
+} : {
   "queries-keys-values": "volitional",
   "nadaraya-watson": "Nadaraya",
   "attention-scoring-functions": "bilinear",
@@ -323,11 +351,12 @@ for (const chapter of chapters) {
   problems.push(...await page.evaluate(missingGlyphs));
   problems.push(...await page.evaluate(figureLayout));
   problems.push(...await page.evaluate(rawTex));
+  problems.push(...await page.evaluate(rawEmphasis));
   const term = SEARCH[chapter];
   if (term) {
     await page.click("#mdbook-search-toggle");
-    // mdBook searches on keyup, once its index has loaded: type, and type
-    // again if the index was not ready yet
+    // The search runs on input, once its index has loaded: type, and type
+    // again if nothing was listed
     let listed = false;
     for (let attempt = 0; attempt < 5 && !listed; attempt++) {
       await page.fill("#mdbook-searchbar", "");

@@ -12,7 +12,7 @@
 // It fails, after writing them all, when a figure does not load, a figure
 // has no code in its pack, a pack's caption shows raw TeX (`_{`, `^{`, `$`),
 // or a page of a chapter's PDF or of book.pdf (its last aside) ends too
-// empty (tests/browser/blank-pages.mjs): more than 65 % empty, or more than
+// empty (tests/browser/blank-pages.mjs): more than 70 % empty, or more than
 // 15 % with the next page starting with code. Pages more than 40 % empty
 // are listed.
 //

@@ -137,9 +137,10 @@ fn figure_html(alt: &str, file: &str, root: &Path) -> anyhow::Result<String> {
     Ok(format!(
         "<figure class=\"figure\">\n<object data=\"{file}\" \
          type=\"image/svg+xml\" role=\"img\" aria-labelledby=\"figure-{name}\" \
-         style=\"--width: {width}px; aspect-ratio: {width} / {height}\">\
-         </object>\n<figcaption id=\"figure-{name}\">{alt}</figcaption>\n\
-         </figure>\n"
+         style=\"--width: {width}px; --aspect: {aspect:.4}; \
+         aspect-ratio: {width} / {height}\"></object>\n\
+         <figcaption id=\"figure-{name}\">{alt}</figcaption>\n</figure>\n",
+        aspect = f64::from(width) / f64::from(height),
     ))
 }
 
@@ -218,7 +219,9 @@ mod tests {
             embed_figures("![\"i'm home\" <b>](figures/x.svg)", root.path())
                 .unwrap();
         assert!(html.contains(">\"i'm home\" &lt;b&gt;</figcaption>"));
-        assert!(html.contains("--width: 10px; aspect-ratio: 10 / 20"));
+        assert!(html.contains(
+            "--width: 10px; --aspect: 0.5000; aspect-ratio: 10 / 20"
+        ));
     }
 
     #[test]

@@ -14,8 +14,10 @@ pub mod compare;
 pub mod embed;
 pub mod fingerprint;
 pub mod marks;
+pub mod math;
 pub mod prose;
 pub mod runner;
+pub mod search;
 pub mod table;
 pub mod widgets;
 

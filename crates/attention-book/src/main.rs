@@ -15,7 +15,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use attention_book::embed::{embed_figures, with_failure_notice};
 use attention_book::marks::mark_listings;
+use attention_book::math::{protect, restore};
 use attention_book::runner::{backend_from_env, run_stale};
+use attention_book::search::{sections, write_index};
 use attention_book::table::registered;
 use attention_book::{Report, plan};
 use clap::{Parser, Subcommand};
@@ -26,7 +28,7 @@ use mdbook_preprocessor::parse_input;
 #[derive(Parser)]
 #[command(
     version,
-    about = "The book's mdBook preprocessor: runs stale listings (through the listing runner) and embeds figures"
+    about = "The book's mdBook preprocessors: runs stale listings (through the listing runner) and embeds figures; keeps formulas through the translation"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -40,12 +42,18 @@ enum Command {
     /// Prints the manifest of the widgets' WebAssembly build as it is now
     /// (`scripts/build-widgets` saves it as src/widgets/pkg/BUILD.json).
     WidgetsManifest,
+    /// The `math` preprocessor, which runs before the translation and its
+    /// extraction: every formula put where mdbook-gettext's rewriting of
+    /// the pages leaves it as it is (see `attention_book::math`); the
+    /// `listings` preprocessor takes them out again.
+    ProtectMath,
 }
 
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Some(Command::Supports { .. }) => Ok(()),
         Some(Command::WidgetsManifest) => widgets_manifest(),
+        Some(Command::ProtectMath) => protect_math(),
         None => preprocess(),
     };
     match result {
@@ -64,9 +72,22 @@ fn widgets_manifest() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn preprocess() -> anyhow::Result<()> {
-    let (ctx, book) =
+fn protect_math() -> anyhow::Result<()> {
+    let (_, mut book) =
         parse_input(io::stdin()).context("reading mdBook's input")?;
+    book.for_each_chapter_mut(|chapter| {
+        chapter.content = protect(&chapter.content);
+    });
+    serde_json::to_writer(io::stdout(), &book)
+        .context("writing the book back to mdBook")
+}
+
+fn preprocess() -> anyhow::Result<()> {
+    let (ctx, mut book) =
+        parse_input(io::stdin()).context("reading mdBook's input")?;
+    book.for_each_chapter_mut(|chapter| {
+        chapter.content = restore(&chapter.content);
+    });
     if ctx.renderer == "linkcheck2" && !on_path("mdbook-linkcheck2") {
         eprintln!(
             "mdbook-listings: mdbook-linkcheck2 is not installed, so links \
@@ -74,6 +95,7 @@ fn preprocess() -> anyhow::Result<()> {
         );
     }
     let report = bring_up_to_date(&ctx.root)?;
+    write_search_index(&ctx, &book)?;
     let book = embed(&ctx, book, &report)?;
     serde_json::to_writer(io::stdout(), &book)
         .context("writing the book back to mdBook")
@@ -133,6 +155,23 @@ fn embed(
         Some(e) => Err(e),
         None => Ok(book),
     }
+}
+
+/// Writes the book's search index for its language, from the pages as
+/// they are now (translated, includes not yet expanded).
+fn write_search_index(
+    ctx: &PreprocessorContext,
+    book: &Book,
+) -> anyhow::Result<()> {
+    let mut found = Vec::new();
+    for chapter in book.chapters() {
+        if let Some(path) = &chapter.path {
+            let page = path.to_string_lossy();
+            found.extend(sections(&chapter.name, &page, &chapter.content));
+        }
+    }
+    let language = ctx.config.book.language.as_deref().unwrap_or("en");
+    write_index(&ctx.root.join(&ctx.config.book.src), language, &found)
 }
 
 /// Whether an executable called `name` is in a folder of `PATH`.

@@ -138,16 +138,23 @@ fn figures_of(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// In print a figure is at most half the page's text height
+/// (theme/print.css): on US Letter, less 2 × 18 mm of margin, 920 px.
+const PRINT_MAX_HEIGHT: f64 = 0.5 * 920.0;
+
 /// Every figure's text is at least 9 px where the book shows it smallest:
-/// in print, at the A4 text width, or on screen.
+/// in print, at the A4 text width and at most [`PRINT_MAX_HEIGHT`] high
+/// (but 400 px wide at least), or on screen.
 #[test]
 fn every_figure_s_text_is_at_least_9_px_where_it_is_shown() {
     use d2l_attention::plot::{display_width, min_text_px, svg_size};
     let mut checked = 0;
     for (page, text) in pages() {
         for (name, svg) in figures_of(&text) {
-            let width = svg_size(&svg).unwrap().0 as f64;
-            let shown = display_width(width);
+            let (width, height) = svg_size(&svg).unwrap();
+            let (width, height) = (width as f64, height as f64);
+            let shown =
+                display_width(width.min(PRINT_MAX_HEIGHT * width / height));
             let px = min_text_px(&svg, shown).unwrap_or(f64::INFINITY);
             assert!(
                 px >= 9.0,
