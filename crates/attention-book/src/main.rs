@@ -78,7 +78,12 @@ fn protect_math() -> anyhow::Result<()> {
     book.for_each_chapter_mut(|chapter| {
         chapter.content = protect(&chapter.content);
     });
-    serde_json::to_writer(io::stdout(), &book)
+    write_book(&book)
+}
+
+/// Hands the preprocessed book back to mdBook.
+fn write_book(book: &Book) -> anyhow::Result<()> {
+    serde_json::to_writer(io::stdout(), book)
         .context("writing the book back to mdBook")
 }
 
@@ -96,9 +101,7 @@ fn preprocess() -> anyhow::Result<()> {
     }
     let report = bring_up_to_date(&ctx.root)?;
     write_search_index(&ctx, &book)?;
-    let book = embed(&ctx, book, &report)?;
-    serde_json::to_writer(io::stdout(), &book)
-        .context("writing the book back to mdBook")
+    write_book(&embed(&ctx, book, &report)?)
 }
 
 /// Runs the listings whose outputs are stale (none on a fresh clone) on the
