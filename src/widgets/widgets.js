@@ -38,7 +38,7 @@ const WORDS = document.documentElement.lang.startsWith("zh") ? {
   loading: "正在加载本书编译为 WebAssembly 的代码……",
   sentence: "一个英语句子", translate: "翻译", readAs: "读作 ",
   translatedAs: "，译为 ", nothing: "（空）",
-  unknown: "训练数据中没有、读作 <unk> 的词：",
+  unknown: "读作 <unk> 的词（训练数据中没有的词，或模型的控制词元）：",
   tatoeba: "模型在 Tatoeba（tatoeba.org，许可证 CC-BY 2.0 France）的 600 个" +
     "英语－法语句对上训练，句对按 d2l 的方式打包；它只认识这些句子里的词。",
   encoder: "编码器自注意力：源词元彼此之间",
@@ -50,7 +50,7 @@ const WORDS = document.documentElement.lang.startsWith("zh") ? {
   loading: "Loading the book's code, compiled to WebAssembly…",
   sentence: "An English sentence", translate: "Translate", readAs: "Read as ",
   translatedAs: ", translated as ", nothing: "(nothing)",
-  unknown: "Not in the training data, read as <unk>: ",
+  unknown: "Read as <unk> (not in the training data, or a control token): ",
   tatoeba: "The model was trained on 600 English–French sentence pairs " +
     "from Tatoeba (tatoeba.org, licence CC-BY 2.0 France), as d2l packages " +
     "them; it knows only their words.",

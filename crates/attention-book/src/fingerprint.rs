@@ -33,7 +33,13 @@ pub const COMMON: &[&str] = &[
     "crates/d2l-attention/src/device.rs",
 ];
 
-/// The workspace root: where the book tool was built from.
+/// The workspace this crate was compiled in: for its tests and examples.
+/// The preprocessor and the listing runner never find files through it;
+/// they take the book's root from mdBook ([`PreprocessorContext::root`])
+/// or from their arguments, so that a build shared by two checkouts reads
+/// the right one.
+///
+/// [`PreprocessorContext::root`]: mdbook_preprocessor::PreprocessorContext
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -71,29 +77,26 @@ pub fn dependencies(
 }
 
 /// The fingerprint of `listing` on `backend` (its name: `flex`,
-/// `libtorch`, …): a SHA-256 over the listing's name, the backend, and the
-/// path and contents of [`COMMON`] and of its [`dependencies`]. Outputs
-/// made under the same fingerprint are up to date.
+/// `libtorch`, …) in the book at `root`: a SHA-256 over the listing's
+/// name, the backend, and the path (relative to `root`) and contents of
+/// [`COMMON`] and of its [`dependencies`]. Outputs made under the same
+/// fingerprint are up to date.
 ///
 /// # Errors
 /// When a file cannot be read (naming it).
 pub fn fingerprint(
+    root: &Path,
     listing: &Registered,
     backend: &str,
 ) -> anyhow::Result<String> {
-    let root = workspace_root();
-    let mut files = dependencies(&root, Path::new(&listing.file))
-        .with_context(|| {
+    let mut files =
+        dependencies(root, Path::new(&listing.file)).with_context(|| {
             format!("fingerprinting listing `{}`", listing.name)
         })?;
     for common in COMMON {
-        files.extend(module_files(&root, Path::new(common))?);
+        files.extend(module_files(root, Path::new(common))?);
     }
-    digest(
-        &root,
-        &[listing.name.as_bytes(), backend.as_bytes()],
-        &files,
-    )
+    digest(root, &[listing.name.as_bytes(), backend.as_bytes()], &files)
 }
 
 /// A SHA-256 over `parts`, then the path and contents of each of `files`

@@ -125,13 +125,14 @@ impl std::fmt::Display for Failure {
     }
 }
 
-/// `path` as a reader would type it: relative to the workspace root when it
-/// lies inside it (`figures/x.txt`), else as given.
+/// `path` as a reader would type it: relative to the current folder (where
+/// the preprocessor and the runner work: the book's root) when it lies
+/// inside it (`figures/x.txt`), else as given.
 pub fn shown(path: &Path) -> String {
     let canonical =
         |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_owned());
     let full = canonical(path);
-    match full.strip_prefix(canonical(&fingerprint::workspace_root())) {
+    match full.strip_prefix(canonical(Path::new("."))) {
         Ok(relative) => relative.display().to_string(),
         Err(_) => path.display().to_string(),
     }
@@ -161,10 +162,10 @@ pub struct Plan {
     pub fresh: Vec<String>,
 }
 
-/// Which of `listings` must run on `backend` (its name, as in
-/// `D2L_DEVICE`) to bring `figures` up to date: those whose fingerprint
-/// differs from their manifest entry's, or whose files are missing or
-/// altered; every one with `force`.
+/// Which of `listings` (of the book at `root`) must run on `backend` (its
+/// name, as in `D2L_DEVICE`) to bring `figures` up to date: those whose
+/// fingerprint differs from their manifest entry's, or whose files are
+/// missing or altered; every one with `force`.
 ///
 /// # Errors
 /// When a listing's source file, or a file it depends on, cannot be read.
@@ -178,13 +179,14 @@ pub struct Plan {
 /// let root = workspace_root();
 /// let table = registered(&root).unwrap();
 /// // The committed figures are up to date; an empty folder is not.
-/// let committed = plan(&table, &root.join("figures"), "flex", false).unwrap();
+/// let committed = plan(&root, &table, &root.join("figures"), "flex", false).unwrap();
 /// assert!(committed.stale.is_empty());
 /// let empty = tempfile::tempdir().unwrap();
-/// let none = plan(&table, empty.path(), "flex", false).unwrap();
+/// let none = plan(&root, &table, empty.path(), "flex", false).unwrap();
 /// assert_eq!(none.stale.len(), table.len());
 /// ```
 pub fn plan(
+    root: &Path,
     listings: &[Registered],
     figures: &Path,
     backend: &str,
@@ -193,7 +195,7 @@ pub fn plan(
     let manifest = read_manifest(figures);
     let mut plan = Plan::default();
     for listing in listings {
-        let now = fingerprint::fingerprint(listing, backend)?;
+        let now = fingerprint::fingerprint(root, listing, backend)?;
         let fresh = manifest
             .get(&listing.name)
             .is_some_and(|e| e.fingerprint == now && e.is_fresh(figures));

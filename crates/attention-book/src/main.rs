@@ -65,9 +65,10 @@ fn main() -> ExitCode {
     }
 }
 
+/// The manifest of the widgets' build in the current folder (the book's
+/// root, where `scripts/build-widgets` runs it).
 fn widgets_manifest() -> anyhow::Result<()> {
-    let root = attention_book::fingerprint::workspace_root();
-    let manifest = attention_book::widgets::manifest(&root)?;
+    let manifest = attention_book::widgets::manifest(Path::new("."))?;
     println!("{}", serde_json::to_string_pretty(&manifest)?);
     Ok(())
 }
@@ -120,7 +121,7 @@ fn bring_up_to_date(root: &Path) -> anyhow::Result<Report> {
         );
         folder
     };
-    let plan = plan(&registered(root)?, &figures, &backend, false)?;
+    let plan = plan(root, &registered(root)?, &figures, &backend, false)?;
     if plan.stale.is_empty() {
         return Ok(Report::default());
     }

@@ -35,7 +35,9 @@ pub fn command(cargo: impl AsRef<std::ffi::OsStr>, backend: &str) -> Command {
 }
 
 /// Runs the stale listings on `backend` into `figures` with the listing
-/// runner, built from the workspace at `root`, and returns its report.
+/// runner, built from the workspace at `root` and told to work on it
+/// (`--root`: it stops when cargo handed it another checkout's build), and
+/// returns its report.
 /// Cargo's progress and the listings' own go to stderr (mdBook shows it in
 /// the terminal); stdout stays free for the book.
 ///
@@ -64,6 +66,8 @@ pub fn run_stale(
     let report = report.path();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = command(cargo, backend)
+        .arg("--root")
+        .arg(root)
         .arg("render")
         .arg(format!("--device={backend}"))
         .arg("--figures")

@@ -18,17 +18,47 @@ pub trait ImageClassifier: Module + Clone {
     /// Class scores (batch_size, num_classes) for `x` (batch_size,
     /// channels, height, width).
     fn logits(&self, x: Tensor<4>) -> Tensor<2>;
+
+    /// The number of classes it scores: labels run from 0 to this − 1.
+    fn num_classes(&self) -> usize;
+
+    /// The fewest values per channel that one image of `height` × `width`
+    /// pixels gives a batch-normalisation layer of the model (the smallest
+    /// feature map's area), or `None` without batch normalisation. In
+    /// training, a batch of `b` images gives it `b` times as many, and one
+    /// value per channel cannot be normalised (PyTorch refuses: "Expected
+    /// more than 1 value per channel when training").
+    fn batch_norm_values(
+        &self,
+        _height: usize,
+        _width: usize,
+    ) -> Option<usize> {
+        None
+    }
 }
 
 impl ImageClassifier for crate::vit::ViT {
     fn logits(&self, x: Tensor<4>) -> Tensor<2> {
         self.forward(x).logits
     }
+
+    fn num_classes(&self) -> usize {
+        self.head.weight.dims()[1]
+    }
 }
 
 impl ImageClassifier for crate::resnet::ResNet {
     fn logits(&self, x: Tensor<4>) -> Tensor<2> {
         self.forward(x)
+    }
+
+    fn num_classes(&self) -> usize {
+        self.dense.weight.dims()[1]
+    }
+
+    fn batch_norm_values(&self, height: usize, width: usize) -> Option<usize> {
+        let [h, w] = self.last_map([height, width]);
+        Some(h * w)
     }
 }
 
@@ -134,8 +164,14 @@ pub enum ClassifyError {
 /// each [`ClassEpoch`]. Reads the loss back once per epoch.
 ///
 /// # Errors
-/// [`ClassifyError::Invalid`] for a learning rate that is not a positive
-/// number, no epochs, a batch size of 0 or no training images;
+/// [`ClassifyError::Invalid`], before training, for a learning rate that
+/// is not a positive number, no epochs, a batch size of 0, no training
+/// images, a label of `train` or `test` that is not below the model's
+/// [`ImageClassifier::num_classes`] (naming the set, the image, the label
+/// and the number of classes), or, for a model with batch normalisation,
+/// a batch of one image whose smallest feature map is one pixel (naming
+/// `batch_size`, or `train` when only the last batch holds one image;
+/// [`ImageClassifier::batch_norm_values`]);
 /// [`ClassifyError::NotAutodiff`]; [`ClassifyError::Diverged`].
 ///
 /// # Examples
@@ -168,6 +204,8 @@ pub fn train_classifier<M: ImageClassifier>(
     mut on_epoch: impl FnMut(ClassEpoch),
 ) -> Result<M, ClassifyError> {
     check(config, device, train)?;
+    check_labels(&model, [("train", train), ("test", test)])?;
+    check_batch_norm(&model, config.batch_size, train.len())?;
     // training mode, whatever mode the caller left the model in
     let mut model = model.train();
     let mut optimizer = SgdConfig::new().init();
@@ -228,6 +266,58 @@ fn check(
     Ok(())
 }
 
+/// An error naming the first set whose label is not below the model's
+/// number of classes.
+fn check_labels<'a, M: ImageClassifier>(
+    model: &M,
+    sets: impl IntoIterator<Item = (&'static str, &'a Images)>,
+) -> Result<(), ClassifyError> {
+    let num_classes = model.num_classes();
+    for (arg, images) in sets {
+        let bad = images
+            .labels
+            .iter()
+            .enumerate()
+            .find(|(_, l)| usize::from(**l) >= num_classes);
+        if let Some((i, label)) = bad {
+            let reason = format!(
+                "image {i} has label {label}, but the model scores \
+                 {num_classes} classes (labels below {num_classes})"
+            );
+            return Err(ClassifyError::Invalid { arg, reason });
+        }
+    }
+    Ok(())
+}
+
+/// An error when a training batch (a full one, or the last) would give a
+/// batch-normalisation layer one value per channel.
+fn check_batch_norm<M: ImageClassifier>(
+    model: &M,
+    batch_size: usize,
+    num_images: usize,
+) -> Result<(), ClassifyError> {
+    use crate::fashion_mnist::SIDE;
+    if model.batch_norm_values(SIDE, SIDE) != Some(1) {
+        return Ok(());
+    }
+    let arg = if batch_size == 1 {
+        "batch_size"
+    } else if num_images % batch_size == 1 {
+        "train"
+    } else {
+        return Ok(());
+    };
+    let reason = format!(
+        "a batch of one image ({} images in batches of {batch_size}) leaves \
+         one value per channel in the model's last batch normalisation \
+         ({SIDE} × {SIDE} images shrink to 1 × 1), which training cannot \
+         normalise; use batches of at least 2 images",
+        num_images
+    );
+    Err(ClassifyError::Invalid { arg, reason })
+}
+
 /// The mean cross-entropy and the accuracy of `model` (living on
 /// `device`, plain or autodiff) on `images`, in batches of `batch_size`,
 /// computed by its inference copy `model.valid()` (no dropout, batch
@@ -235,7 +325,9 @@ fn check(
 /// (0, 0) for no images.
 ///
 /// # Panics
-/// When `batch_size` is 0.
+/// When `batch_size` is 0, or a label of `images` is not below the model's
+/// [`ImageClassifier::num_classes`] (the message names `images`, the image
+/// and the label).
 ///
 /// # Examples
 /// ```
@@ -259,6 +351,9 @@ pub fn evaluate<M: ImageClassifier>(
 ) -> (f64, f64) {
     if images.is_empty() {
         return (0.0, 0.0);
+    }
+    if let Err(e) = check_labels(model, [("images", images)]) {
+        panic!("{e}");
     }
     let (model, device) = (model.valid(), device.clone().inner());
     let (mut losses, mut correct) = (Vec::new(), Vec::new());

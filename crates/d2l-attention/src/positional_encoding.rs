@@ -116,6 +116,20 @@ pub struct PositionalEncoding {
 }
 
 impl PositionalEncoding {
+    /// The longest sequence it encodes: its `max_len`.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::Device;
+    /// use d2l_attention::positional_encoding::PositionalEncodingConfig;
+    ///
+    /// let pe = PositionalEncodingConfig::new(4).with_max_len(8).init(&Device::flex());
+    /// assert_eq!(pe.max_len(), 8);
+    /// ```
+    pub fn max_len(&self) -> usize {
+        self.p.dims()[1]
+    }
+
     /// `x` (batch_size, num_steps, num_hiddens) plus the encoding of
     /// positions 0 … num_steps − 1, then dropout.
     ///

@@ -213,4 +213,45 @@ impl ResNet {
         }
         self.dense.forward(self.avg.forward(x).flatten::<2>(1, 3))
     }
+
+    /// The (height, width) of the last stage's feature maps, the smallest
+    /// the network makes, for an image of `size` = (height, width): each
+    /// convolution and the pooling map a side n to ⌊(n + 2p − k) / s⌋ + 1.
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::Device;
+    /// use d2l_attention::resnet::ResNetConfig;
+    ///
+    /// // ResNet-18 on 28 × 28: 14 after the stem, 7 after pooling, then 4, 2, 1.
+    /// let config = ResNetConfig::new(64, vec![(2, 64), (2, 128), (2, 256), (2, 512)]);
+    /// assert_eq!(config.init(&Device::flex()).last_map([28, 28]), [1, 1]);
+    /// ```
+    pub fn last_map(&self, size: [usize; 2]) -> [usize; 2] {
+        let pool = &self.pool;
+        let pool =
+            (pool.kernel_size[0], pool.stride[0], padding(&pool.padding));
+        let mut layers = vec![conv_shape(&self.stem), pool];
+        let blocks = self.stages.iter().flatten();
+        layers.extend(blocks.map(|b| conv_shape(&b.conv1)));
+        size.map(|n| {
+            layers
+                .iter()
+                .fold(n, |n, &(k, s, p)| (n + 2 * p).saturating_sub(k) / s + 1)
+        })
+    }
+}
+
+/// A square convolution's (kernel, stride, padding).
+fn conv_shape(conv: &Conv2d) -> (usize, usize, usize) {
+    (conv.kernel_size[0], conv.stride[0], padding(&conv.padding))
+}
+
+/// The padding on each side of the network's layers (all explicit and
+/// equal on every side, or none).
+fn padding(config: &PaddingConfig2d) -> usize {
+    match config {
+        PaddingConfig2d::Explicit(p, ..) => *p,
+        _ => 0,
+    }
 }

@@ -9,7 +9,9 @@ use burn::config::Config;
 use burn::tensor::{Device, Tensor};
 
 use crate::Svg;
-use crate::machine_translation::{Vocab, normalize_spaces, preprocess_nmt};
+use crate::machine_translation::{
+    RESERVED, Vocab, normalize_spaces, preprocess_nmt,
+};
 use crate::nadaraya_watson::{
     Dataset, Kernel, RegressionError, SEED, nadaraya_watson,
     plot_attention_weights, plot_kernel_reg,
@@ -77,7 +79,8 @@ pub struct ReaderTranslation {
     /// The sentence as the model reads it: preprocessed as the corpus is
     /// (lower case, a space before punctuation), unknown words as `<unk>`.
     pub source: String,
-    /// Its tokens that the training data never had, read as `<unk>`.
+    /// Its tokens that the training data never had, and the reserved
+    /// tokens typed (`<eos>`, …), read as `<unk>`.
     pub unknown: Vec<String>,
     /// The translation, tokens separated by spaces.
     pub text: String,
@@ -156,7 +159,10 @@ impl<E: Encoder, D: Decoder<E::Output>> Translator<EncoderDecoder<E, D>> {
     /// Translates the reader's `sentence` greedily
     /// ([`predict_seq2seq`] with [`NUM_STEPS`]) after preprocessing it as
     /// the corpus was (with ’ and ‘ typed as '), and draws its attention.
-    /// A word the training data never had is read, and shown, as `<unk>`.
+    /// A word the training data never had is read, and shown, as `<unk>`,
+    /// and so is a reserved token the reader types (`<pad>`, `<bos>`,
+    /// `<eos>`): both are listed in [`ReaderTranslation::unknown`], and the
+    /// model never reads a control token from the reader's text.
     ///
     /// # Errors
     /// [`WidgetError::Input`] naming `sentence` when it has no token or
@@ -186,6 +192,8 @@ impl<E: Encoder, D: Decoder<E::Output>> Translator<EncoderDecoder<E, D>> {
     /// assert_eq!(out.figures[0].keys, ["go", "<unk>", "<unk>", "<unk>", "<eos>"]);
     /// // ’ is read as the corpus's '
     /// assert_eq!(t.translate("Go’").unwrap().unknown, ["go'"]);
+    /// // a typed control token is a word the model does not know
+    /// assert_eq!(t.translate("go <eos>").unwrap().unknown, ["<eos>"]);
     /// let err = t.translate("  ").unwrap_err();
     /// assert_eq!(err.to_string(), "`sentence` is empty: type an English sentence");
     /// ```
@@ -213,8 +221,10 @@ impl<E: Encoder, D: Decoder<E::Output>> Translator<EncoderDecoder<E, D>> {
                 ),
             ));
         }
-        // what the model reads: an unknown word is <unk>, whatever it is
-        let known = |t: &&str| self.src_vocab.index(t) != 0;
+        // what the model reads: an unknown word is <unk>, whatever it is,
+        // and so is a reserved token typed by the reader (`<eos>`, …)
+        let known =
+            |t: &&str| self.src_vocab.index(t) != 0 && !RESERVED.contains(t);
         let unknown = tokens.iter().filter(|t| !known(t));
         let read: Vec<&str> = tokens
             .iter()

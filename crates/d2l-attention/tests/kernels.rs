@@ -384,3 +384,45 @@ fn flex_masks_come_from_the_chacha8_stream_of_one_drawn_seed() {
         );
     }
 }
+
+/// Rows of a masked softmax read back as f32, whatever the dtype.
+fn rows_f32(weights: Tensor<3>) -> Vec<f32> {
+    weights
+        .cast(burn::tensor::DType::F32)
+        .try_into_vec_as::<f32>()
+        .unwrap()
+}
+
+/// d2l's −10⁶ overflows to −∞ in f16: the masked softmax fills f16 with
+/// its lowest finite value instead, so that a row with valid length 0 is
+/// still uniform (NaN before), on every backend, plain and autodiff, in
+/// f16, bf16 and f32.
+#[test]
+fn a_fully_masked_row_is_uniform_in_every_float_dtype() {
+    use burn::tensor::DType;
+    for (mode, device) in common::modes() {
+        for dtype in [DType::F16, DType::BF16, DType::F32] {
+            let scores = Tensor::<3>::from_floats(
+                [[[1.0, 2.0, 3.0, 4.0]], [[1.0, 2.0, 3.0, 4.0]]],
+                &device,
+            )
+            .cast(dtype);
+            let lens = ValidLens::new(&[2, 0], &device);
+            let fused = kernels::masked_softmax(scores.clone(), Some(&lens));
+            let composed = masked_softmax(scores, Some(&lens));
+            for (what, w) in [("kernels", fused), ("scoring", composed)] {
+                let w = rows_f32(w);
+                let first = 1.0 / (1.0 + 1f32.exp());
+                let expected =
+                    [first, 1.0 - first, 0.0, 0.0, 0.25, 0.25, 0.25, 0.25];
+                let tol = if dtype == DType::F32 { 1e-6 } else { 1e-2 };
+                for (got, want) in w.iter().zip(expected) {
+                    assert!(
+                        (got - want).abs() <= tol,
+                        "{mode} {dtype:?} {what}: {w:?}"
+                    );
+                }
+            }
+        }
+    }
+}

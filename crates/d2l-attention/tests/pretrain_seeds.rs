@@ -5,9 +5,11 @@
 //! --release -p d2l-attention --test pretrain_seeds -- --ignored
 //! --nocapture`.
 
+use std::path::Path;
+
 use burn::tensor::Device;
-use d2l_attention::listings::Output;
 use d2l_attention::listings::pretraining::*;
+use d2l_attention::listings::{BUILT_FROM, Output};
 
 type Run = fn(&Device, u64, &mut Output) -> anyhow::Result<()>;
 type Facts = fn(&str) -> anyhow::Result<()>;
@@ -19,16 +21,16 @@ fn the_facts_hold_for_other_seeds() {
     let runs: [(&str, Run, Facts); 2] =
         [("t5", t5_run, t5_facts), ("gpt", gpt_run, gpt_facts)];
     for seed in [2, 3] {
-        let mut out = Output::default();
+        let mut out = Output::new(Path::new(BUILT_FROM));
         let (bert, data) = bert_run(&device, seed, &mut out).unwrap();
         println!("seed {seed}, bert:\n{}", out.text());
         bert_facts(out.text()).unwrap();
-        let mut out = Output::default();
+        let mut out = Output::new(Path::new(BUILT_FROM));
         finetune_run(&data, bert, seed, &mut out).unwrap();
         println!("seed {seed}, fine-tuning:\n{}", out.text());
         finetune_facts(out.text()).unwrap();
         for (name, run, facts) in runs {
-            let mut out = Output::default();
+            let mut out = Output::new(Path::new(BUILT_FROM));
             run(&device, seed, &mut out).unwrap();
             println!("seed {seed}, {name}:\n{}", out.text());
             facts(out.text()).unwrap();

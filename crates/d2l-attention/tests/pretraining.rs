@@ -4,6 +4,8 @@
 //! key–value cache equal to reading the whole text at once, the loss
 //! against its closed form, and the errors that name their argument.
 
+mod common;
+
 use burn::tensor::{Device, Int, Tensor};
 use chacha20::ChaCha12Rng;
 use d2l_attention::pretraining::*;
@@ -185,4 +187,160 @@ fn prediction_ignores_the_models_mode() {
         .unwrap()
         .candidates;
     assert_eq!(a, b);
+}
+
+#[test]
+fn masking_picks_unk_as_a_word_and_refuses_other_reserved_tokens() {
+    // <unk> (0) is a word: in a one-word sentence it is the one picked
+    for seed in 0..20 {
+        let mut rng = ChaCha12Rng::seed_from_u64(seed);
+        let e = mask_tokens(&[0], 20, &mut rng);
+        assert_eq!(
+            (e.positions.as_slice(), e.labels.as_slice()),
+            (&[1][..], &[0][..])
+        );
+    }
+    // every other reserved token, and an index past the vocabulary, is
+    // refused, naming `words`, the position and the index
+    for (words, bad) in [
+        (vec![PAD, PAD, 7, 8], "holds 1 at position 0"),
+        (vec![7, BOS], "holds 2 at position 1"),
+        (vec![7, 8, EOS], "holds 3 at position 2"),
+        (vec![CLS], "holds 4 at position 0"),
+        (vec![7, MASK], "holds 5 at position 1"),
+        (vec![7, 20], "holds 20 at position 1"),
+    ] {
+        let message = common::panic_message(|| {
+            mask_tokens(&words, 20, &mut ChaCha12Rng::seed_from_u64(0));
+        });
+        assert!(
+            message.starts_with("`words` ") && message.contains(bad),
+            "{message}"
+        );
+    }
+    // a masked model's batches say which sentence
+    let device = Device::flex();
+    let sentences = vec![vec![7, 8], vec![PAD, PAD, 9]];
+    let message = common::panic_message(|| {
+        MaskedLm::batches(&sentences, 20, 2, 0, &device);
+    });
+    assert!(message.contains("`sentences`: sentence 1"), "{message}");
+    assert!(message.contains("holds 1 at position 0"), "{message}");
+}
+
+#[test]
+fn generation_and_fill_mask_refuse_what_passes_the_length_limit() {
+    let device = Device::flex();
+    let config = TransformerConfig::new(20, 20).with_max_len(8);
+    let gpt = CausalLm::new(&config, &device);
+    assert_eq!(gpt.max_len(), 8);
+    let err = |r: Result<
+        Continuation,
+        d2l_attention::seq2seq::Seq2SeqError,
+    >| { r.unwrap_err().to_string() };
+    // <bos>, 2 words and 6 new ones: 9 positions of 8
+    let e = err(generate(&gpt, &[7, 8], 6, Sampling::Greedy, &device));
+    assert!(
+        e.contains("`max_new`") && e.contains("leave 5 of the model's 8"),
+        "{e}"
+    );
+    // a prompt that leaves no room
+    let e = err(generate(&gpt, &[7; 7], 1, Sampling::Greedy, &device));
+    assert!(
+        e.contains("`prompt`") && e.contains("at most 6 prompt tokens"),
+        "{e}"
+    );
+    let e = err(generate(&gpt, &[7; 8], 1, Sampling::Greedy, &device));
+    assert!(e.contains("`prompt`"), "{e}");
+    // exactly at the limit it runs: 1 + 2 + 5 = 8
+    let at_limit =
+        generate(&gpt, &[7, 8], 5, Sampling::Greedy, &device).unwrap();
+    assert!(at_limit.tokens.len() <= 5);
+    let bert = MaskedLm::new(&config, &device);
+    assert_eq!(bert.max_len(), 8);
+    // <cls>, 7 words, <eos>: 9 positions of 8
+    let e = fill_mask(&bert, &[7, 8, MASK, 9, 10, 11, 12], 3, &device)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`words`") && e.contains("at most 6 words"),
+        "{e}"
+    );
+    let six = fill_mask(&bert, &[7, 8, MASK, 9, 10, 11], 3, &device).unwrap();
+    assert_eq!(six.attention_weights[0].dims(), [1, 4, 8, 8]);
+}
+
+#[test]
+fn fine_tuning_refuses_labels_past_the_classes() {
+    let device = Device::flex().autodiff();
+    let config = TransformerConfig::new(20, 20);
+    let model = SentenceClassifier::new(&config, 2, &device);
+    assert_eq!(model.num_classes(), 2);
+    let good = vec![Labelled {
+        sentence: vec![7, 8],
+        label: 1,
+    }];
+    let bad = vec![
+        Labelled {
+            sentence: vec![7],
+            label: 0,
+        },
+        Labelled {
+            sentence: vec![8],
+            label: 3,
+        },
+    ];
+    let train_config = d2l_attention::seq2seq::TrainConfig::new();
+    for (train, valid, arg) in
+        [(&bad, &good, "`train`"), (&good, &bad, "`valid`")]
+    {
+        let e = fine_tune(
+            model.clone(),
+            train,
+            valid,
+            &train_config,
+            &device,
+            |_| {},
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains(arg), "{e}");
+        assert!(
+            e.contains("example 1 has label 3") && e.contains("2 classes"),
+            "{e}"
+        );
+    }
+    let message = common::panic_message(|| {
+        accuracy(&model, &bad, &device);
+    });
+    assert!(
+        message.contains("`examples`") && message.contains("label 3"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_power_law_fit_names_every_bad_value() {
+    let good = [1.0, 2.0, 4.0];
+    for (x, y, named) in [
+        ([1.0, 2.0, 4.0], [3.0, f64::INFINITY, 1.0], "`y[1]` is inf"),
+        ([1.0, 2.0, 4.0], [3.0, 2.0, 0.0], "`y[2]` is 0"),
+        ([1.0, 2.0, 4.0], [f64::NAN, 2.0, 1.0], "`y[0]` is NaN"),
+        ([1.0, 2.0, 4.0], [3.0, -2.0, 1.0], "`y[1]` is -2"),
+        ([1.0, f64::INFINITY, 4.0], [3.0, 2.0, 1.0], "`x[1]` is inf"),
+        (
+            [1.0, 2.0, f64::NEG_INFINITY],
+            [3.0, 2.0, 1.0],
+            "`x[2]` is -inf",
+        ),
+        ([0.0, 2.0, 4.0], [3.0, 2.0, 1.0], "`x[0]` is 0"),
+    ] {
+        let message = common::panic_message(|| {
+            PowerLaw::fit(&x, &y);
+        });
+        assert!(message.contains(named), "{named}: {message}");
+    }
+    // and a good fit is finite
+    let fit = PowerLaw::fit(&good, &[4.0, 2.0, 1.0]);
+    assert!((fit.alpha - 1.0).abs() < 1e-12 && (fit.c - 4.0).abs() < 1e-9);
 }

@@ -234,3 +234,26 @@ proptest! {
         }
     }
 }
+
+/// A row whose every key is hidden is uniform in f16 as in f32, by valid
+/// lengths and by mask (d2l's −10⁶ would be −∞ in f16, and the row NaN).
+#[test]
+fn fully_masked_rows_are_uniform_in_f16() {
+    use burn::tensor::{Bool, DType, Tensor, TensorData};
+    let device = Device::flex();
+    let scores = Tensor::<3>::from_floats([[[0.5, -1.0, 2.0]]], &device)
+        .cast(DType::F16);
+    let by_lens =
+        masked_softmax(scores.clone(), Some(&ValidLens::new(&[0], &device)));
+    let hidden = Tensor::<3, Bool>::from_data(
+        TensorData::new(vec![true; 3], [1, 1, 3]),
+        &device,
+    );
+    let by_mask = masked_softmax_by(scores, Some(hidden));
+    for weights in [by_lens, by_mask] {
+        let w = weights.cast(DType::F32).try_into_vec_as::<f32>().unwrap();
+        for x in w {
+            assert!((x - 1.0 / 3.0).abs() < 1e-3, "{x}");
+        }
+    }
+}

@@ -5,7 +5,8 @@
 //!   show);
 //! - the bandwidth slider at the chapter's four σ gives the test MSEs the
 //!   chapter printed;
-//! - bad input gets a message naming it;
+//! - bad input gets a message naming it, and control tokens typed in a
+//!   sentence read as `<unk>`;
 //! - `tests/browser/widgets-reference.json`, what the browser test
 //!   (`tests/browser/widgets.mjs`) compares the pages' widgets with, is what
 //!   the library computes now: texts exactly, weights within 1e-4.
@@ -144,12 +145,50 @@ fn without_svg(mut value: Value) -> Value {
     value
 }
 
+/// Sentences that spell the models' reserved tokens, as a reader may type
+/// them: each reads as `<unk>` and is listed as unknown, so the model never
+/// reads a control token from the reader's text (they translate: no error).
+const CONTROL_TOKENS: [&str; 3] =
+    ["go <eos> now", "<pad> <pad> go .", "<bos> hi ."];
+
+#[test]
+fn typed_control_tokens_read_as_unk() {
+    let (b, t) = (bahdanau(), transformer());
+    let expected = [
+        ("go <unk> now", vec!["<eos>"]),
+        ("<unk> <unk> go .", vec!["<pad>", "<pad>"]),
+        ("<unk> hi .", vec!["<bos>"]),
+    ];
+    for (sentence, (source, unknown)) in CONTROL_TOKENS.iter().zip(expected) {
+        for out in [
+            b.translate(sentence).unwrap(),
+            t.translate(sentence).unwrap(),
+        ] {
+            assert_eq!(out.source, source, "{sentence}");
+            assert_eq!(out.unknown, unknown, "{sentence}");
+            assert_eq!(out.figures[0].keys.last().unwrap(), "<eos>");
+            let keys = &out.figures[0].keys;
+            let reserved = ["<pad>", "<bos>", "<eos>"];
+            assert!(
+                !keys[..keys.len() - 1]
+                    .iter()
+                    .any(|k| reserved.contains(&k.as_str())),
+                "{sentence}: {keys:?}"
+            );
+        }
+    }
+}
+
 /// What the browser test expects of the pages' widgets.
 fn reference() -> Value {
     let (b, t) = (bahdanau(), transformer());
     let mut translations = Vec::new();
     let typed = ["Zorro sees 😀!", "I’m home.", "Supercalifragilistic!"];
-    let sentences = EXAMPLES.iter().map(|(eng, _)| *eng).chain(typed);
+    let sentences = EXAMPLES
+        .iter()
+        .map(|(eng, _)| *eng)
+        .chain(typed)
+        .chain(CONTROL_TOKENS);
     for sentence in sentences {
         for (model, out) in [
             ("bahdanau", b.translate(sentence).unwrap()),

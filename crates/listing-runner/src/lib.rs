@@ -5,6 +5,9 @@
 //! `mdbook-listings` preprocessor (crate `attention-book`, which links no
 //! tensor code) decides what is stale and starts this crate's binary when
 //! something is.
+//!
+//! Every file it reads or writes lies under the book's root that it is
+//! given ([`check_root`]), never under the path it was compiled in.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -21,6 +24,38 @@ use d2l_attention::BackendChoice;
 use d2l_attention::files::write_atomic;
 use d2l_attention::listings::{Check, Listing, Output, models_dir};
 
+/// Checks that this runner and the library it links (their workspace
+/// folders at compile time: `built_from`) were compiled from the book at
+/// `root`. Two checkouts that share a build folder (`CARGO_TARGET_DIR`)
+/// can leave cargo running one checkout's build for the other, which would
+/// run that checkout's code for this one's listings.
+///
+/// # Errors
+/// When `root` cannot be read, or a build comes from elsewhere (naming
+/// both folders and what to do).
+pub fn check_root(root: &Path, built_from: &[&str]) -> anyhow::Result<()> {
+    let root = root.canonicalize().with_context(|| {
+        format!("cannot read the book's root `{}`", root.display())
+    })?;
+    for from in built_from {
+        let from = Path::new(from);
+        let from = from.canonicalize().unwrap_or_else(|_| from.to_owned());
+        if from != root {
+            bail!(
+                "the listing runner was compiled from `{}`, not from the \
+                 book at `{}` (cargo reused another checkout's build, as it \
+                 may when two checkouts share CARGO_TARGET_DIR): run `cargo \
+                 clean --release -p listing-runner -p d2l-attention` in `{}` \
+                 and try again, or give each checkout its own build folder",
+                from.display(),
+                root.display(),
+                root.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// `listing` as the preprocessor's table has it: name and file.
 pub fn registered(listing: &Listing) -> Registered {
     Registered {
@@ -29,9 +64,10 @@ pub fn registered(listing: &Listing) -> Registered {
     }
 }
 
-/// Brings `figures` up to date: runs each listing whose fingerprint changed
-/// (or every listing, with `force`) on `backend` and writes its files
-/// atomically; reports progress on stderr.
+/// Brings `figures` up to date: runs each listing whose fingerprint (of
+/// the sources under `root`, the book's root) changed (or every listing,
+/// with `force`) on `backend`, for the book at `root`, and writes its
+/// files atomically; reports progress on stderr.
 ///
 /// A listing that fails (returns an error or panics) writes nothing: it is
 /// listed in [`Report::failed`] with its message and the committed files it
@@ -43,6 +79,7 @@ pub fn registered(listing: &Listing) -> Registered {
 /// When the backend is not compiled in (before anything is written), or
 /// when `figures` cannot be created or written (naming the path).
 pub fn render(
+    root: &Path,
     listings: &[Listing],
     figures: &Path,
     backend: BackendChoice,
@@ -54,7 +91,7 @@ pub fn render(
     })?;
     let mut manifest = read_manifest(figures);
     let table: Vec<Registered> = listings.iter().map(registered).collect();
-    let plan = plan(&table, figures, &backend.to_string(), force)?;
+    let plan = plan(root, &table, figures, &backend.to_string(), force)?;
     let mut report = Report {
         skipped: plan.fresh,
         ..Report::default()
@@ -72,7 +109,7 @@ pub fn render(
         );
         let start = Instant::now();
         let old = manifest.remove(listing.name);
-        let entry = match run_one(listing, figures, &device, force) {
+        let entry = match run_one(listing, root, figures, &device, force) {
             Ok(entry) => entry,
             Err(e) => {
                 let kept = old.map(|e| e.files).unwrap_or_default();
@@ -122,11 +159,12 @@ pub fn render(
 /// this machine makes.
 fn run_one(
     listing: &Listing,
+    root: &Path,
     figures: &Path,
     device: &Device,
     force: bool,
 ) -> anyhow::Result<Vec<(String, String)>> {
-    let run = std::panic::AssertUnwindSafe(|| listing.execute(device));
+    let run = std::panic::AssertUnwindSafe(|| listing.execute(device, root));
     let output = std::panic::catch_unwind(run).unwrap_or_else(|payload| {
         let message = payload
             .downcast_ref::<String>()
@@ -217,9 +255,10 @@ pub fn check_output(
     problems
 }
 
-/// Runs each of `listings` on `backend` and checks its outputs against
-/// `figures` ([`check_output`]); reports progress on stderr. The trainings
-/// save their models in `models/` as they run (the listings after them
+/// Runs each of `listings` on `backend`, for the book at `root`, and
+/// checks its outputs against `figures` ([`check_output`]); reports
+/// progress on stderr. The trainings save their models in `root`'s
+/// `models/` as they run (the listings after them
 /// load those); the committed models are put back afterwards, so that a
 /// check changes no committed file.
 ///
@@ -227,12 +266,13 @@ pub fn check_output(
 /// When the backend is not compiled in, a listing fails to run, or a
 /// committed model cannot be read or put back.
 pub fn check(
+    root: &Path,
     listings: &[Listing],
     figures: &Path,
     backend: BackendChoice,
 ) -> anyhow::Result<Vec<String>> {
-    let _models = CommittedModels::read()?;
-    check_all(listings, figures, backend)
+    let _models = CommittedModels::read(root)?;
+    check_all(root, listings, figures, backend)
 }
 
 /// The committed model files (`models/*.bpk`) with their bytes, written
@@ -250,14 +290,14 @@ impl Drop for CommittedModels {
 }
 
 impl CommittedModels {
-    fn read() -> anyhow::Result<Self> {
-        committed_models().map(Self)
+    fn read(root: &Path) -> anyhow::Result<Self> {
+        committed_models(root).map(Self)
     }
 }
 
-/// Each committed model file (`models/*.bpk`) with its bytes.
-fn committed_models() -> anyhow::Result<Vec<(PathBuf, Vec<u8>)>> {
-    let dir = models_dir();
+/// Each committed model file (`models/*.bpk` under `root`) with its bytes.
+fn committed_models(root: &Path) -> anyhow::Result<Vec<(PathBuf, Vec<u8>)>> {
+    let dir = models_dir(root);
     let mut models = Vec::new();
     for entry in fs::read_dir(&dir)
         .with_context(|| format!("cannot read `{}`", dir.display()))?
@@ -273,6 +313,7 @@ fn committed_models() -> anyhow::Result<Vec<(PathBuf, Vec<u8>)>> {
 }
 
 fn check_all(
+    root: &Path,
     listings: &[Listing],
     figures: &Path,
     backend: BackendChoice,
@@ -286,7 +327,7 @@ fn check_all(
             listings.len(),
             listing.name
         );
-        let output = listing.execute(&device)?;
+        let output = listing.execute(&device, root)?;
         problems.extend(check_output(listing, &output, figures));
     }
     Ok(problems)

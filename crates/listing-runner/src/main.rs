@@ -12,7 +12,7 @@ use d2l_attention::device::VALID_DEVICES;
 use d2l_attention::files::write_atomic;
 use d2l_attention::listings;
 use d2l_attention::listings::Listing;
-use listing_runner::{check, compare_folders, render};
+use listing_runner::{check, check_root, compare_folders, render};
 
 /// burn allocates a fresh buffer for nearly every tensor operation; with
 /// the Bahdanau chapter's thousands of small tensors per batch, mimalloc
@@ -26,6 +26,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
     about = "Runs the book's listings: renders their figures and captured outputs, and checks them"
 )]
 struct Cli {
+    /// The book's root folder: where its sources, figures and models are
+    /// [default: the nearest folder holding book.toml, from the current
+    /// one up]. The runner stops if it was compiled from another folder.
+    #[arg(long, global = true)]
+    root: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -37,9 +42,9 @@ enum Command {
         /// The backend to run the listings on [default: $D2L_DEVICE, else flex].
         #[arg(long, help = format!("Backend to run the listings on: {VALID_DEVICES} [default: $D2L_DEVICE, else flex]"))]
         device: Option<BackendChoice>,
-        /// The figures folder [default: figures, the committed one, which
-        /// only the default backend (flex) writes: name another folder for
-        /// another backend].
+        /// The figures folder [default: figures under the root, the
+        /// committed one, which only the default backend (flex) writes:
+        /// name another folder for another backend].
         #[arg(long)]
         figures: Option<PathBuf>,
         /// Run the listings even when they are up to date.
@@ -57,9 +62,9 @@ enum Command {
     /// against the committed figures folder: within tolerance, or, for a
     /// training whose outcome varies by machine, its stated facts.
     Check {
-        /// The figures folder.
-        #[arg(long, default_value = "figures")]
-        figures: PathBuf,
+        /// The figures folder [default: figures under the root].
+        #[arg(long)]
+        figures: Option<PathBuf>,
         /// Only these listings [default: all].
         names: Vec<String>,
     },
@@ -78,7 +83,17 @@ fn main() -> ExitCode {
     }
 }
 
+/// The workspace this binary was compiled in (for [`check_root`] only).
+const BUILT_FROM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
 fn run(cli: Cli) -> anyhow::Result<()> {
+    let root = match cli.root {
+        Some(root) => root,
+        None => book_root()?,
+    };
+    if !matches!(cli.command, Command::Compare { .. }) {
+        check_root(&root, &[BUILT_FROM, listings::BUILT_FROM])?;
+    }
     match cli.command {
         Command::Render {
             device,
@@ -91,14 +106,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let figures = match figures {
                 Some(folder) => folder,
                 None if backend == BackendChoice::default() => {
-                    PathBuf::from("figures")
+                    root.join("figures")
                 }
                 None => anyhow::bail!(
                     "figures/ holds the {} outputs; name a folder for {backend} with --figures",
                     BackendChoice::default()
                 ),
             };
-            let report = render(&select(&names)?, &figures, backend, force)?;
+            let listings = select(&names)?;
+            let report = render(&root, &listings, &figures, backend, force)?;
             eprintln!(
                 "{} listings run, {} up to date, {} failed",
                 report.ran.len(),
@@ -115,7 +131,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Check { figures, names } => {
             let listings = select(&names)?;
-            let problems = check(&listings, &figures, BackendChoice::Flex)?;
+            let figures = figures.unwrap_or_else(|| root.join("figures"));
+            let problems =
+                check(&root, &listings, &figures, BackendChoice::Flex)?;
             fail_on(&problems)?;
             eprintln!(
                 "{} listings agree with {}",
@@ -130,6 +148,20 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// The nearest folder holding `book.toml`, from the current one up.
+fn book_root() -> anyhow::Result<PathBuf> {
+    let here = std::env::current_dir()?;
+    here.ancestors()
+        .find(|dir| dir.join("book.toml").is_file())
+        .map(PathBuf::from)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "no book.toml in `{}` or above it: run in the book, or name it with --root",
+                here.display()
+            )
+        })
 }
 
 /// The listings called `names`, in the book's order; all of them when

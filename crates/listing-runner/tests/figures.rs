@@ -64,7 +64,7 @@ fn every_listing_was_rendered_from_the_current_code() {
         });
         assert_eq!(
             entry.fingerprint,
-            fingerprint(&registered(&l), "flex").unwrap(),
+            fingerprint(&workspace_root(), &registered(&l), "flex").unwrap(),
             "`{}` changed since its outputs were made; {HOW_TO_FIX}",
             l.name
         );
@@ -104,7 +104,7 @@ fn captured_outputs_match_what_the_listings_print_and_draw() {
             }
             continue;
         }
-        let out = l.execute(&device).unwrap();
+        let out = l.execute(&device, &workspace_root()).unwrap();
         problems.extend(check_output(&l, &out, &figures()));
         for (name, _) in out.files(l.name) {
             assert!(!seen.contains(&name), "two listings write figures/{name}");
@@ -280,6 +280,20 @@ fn broken(_: &Device, _: &mut Output) -> anyhow::Result<()> {
 
 const HELLO: Listing = Listing::new("hello", file!(), hello);
 
+/// `render` of this workspace's book on flex, without `--force`.
+fn render_flex(
+    listings: &[Listing],
+    figures: &Path,
+) -> anyhow::Result<attention_book::Report> {
+    render(
+        &workspace_root(),
+        listings,
+        figures,
+        BackendChoice::Flex,
+        false,
+    )
+}
+
 #[test]
 fn render_skips_what_is_up_to_date_and_reruns_what_changed() {
     let dir = tempfile::tempdir().unwrap();
@@ -290,15 +304,13 @@ fn render_skips_what_is_up_to_date_and_reruns_what_changed() {
     let path: &'static str =
         Box::leak(file.to_string_lossy().into_owned().into_boxed_str());
     let hello = Listing::new("hello", path, hello);
-    let report =
-        render(&[hello], dir.path(), BackendChoice::Flex, false).unwrap();
+    let report = render_flex(&[hello], dir.path()).unwrap();
     assert_eq!(report.ran, ["hello"]);
     assert_eq!(
         fs::read_to_string(dir.path().join("hello.txt")).unwrap(),
         "hello\n"
     );
-    let again =
-        render(&[hello], dir.path(), BackendChoice::Flex, false).unwrap();
+    let again = render_flex(&[hello], dir.path()).unwrap();
     assert_eq!(
         (again.ran.len(), again.skipped),
         (0, vec!["hello".to_owned()])
@@ -306,45 +318,26 @@ fn render_skips_what_is_up_to_date_and_reruns_what_changed() {
     // An edit to the listing's source file changes its fingerprint.
     fs::write(&file, "// v2").unwrap();
     let edited = hello;
-    assert_eq!(
-        render(&[edited], dir.path(), BackendChoice::Flex, false)
-            .unwrap()
-            .ran,
-        ["hello"]
-    );
+    assert_eq!(render_flex(&[edited], dir.path()).unwrap().ran, ["hello"]);
     // A deleted output is made again, and so is one changed by hand.
     fs::remove_file(dir.path().join("hello.txt")).unwrap();
-    assert_eq!(
-        render(&[edited], dir.path(), BackendChoice::Flex, false)
-            .unwrap()
-            .ran,
-        ["hello"]
-    );
+    assert_eq!(render_flex(&[edited], dir.path()).unwrap().ran, ["hello"]);
     assert!(dir.path().join("hello.txt").is_file());
     fs::write(dir.path().join("hello.txt"), "garbage").unwrap();
-    assert_eq!(
-        render(&[edited], dir.path(), BackendChoice::Flex, false)
-            .unwrap()
-            .ran,
-        ["hello"]
-    );
+    assert_eq!(render_flex(&[edited], dir.path()).unwrap().ran, ["hello"]);
     assert_eq!(
         fs::read_to_string(dir.path().join("hello.txt")).unwrap(),
         "hello\n"
     );
     // A manifest line that lists no files is not trusted.
-    let fingerprint = fingerprint(&registered(&edited), "flex").unwrap();
+    let fingerprint =
+        fingerprint(&workspace_root(), &registered(&edited), "flex").unwrap();
     fs::write(
         dir.path().join("fingerprints.txt"),
         format!("hello {fingerprint}\n"),
     )
     .unwrap();
-    assert_eq!(
-        render(&[edited], dir.path(), BackendChoice::Flex, false)
-            .unwrap()
-            .ran,
-        ["hello"]
-    );
+    assert_eq!(render_flex(&[edited], dir.path()).unwrap().ran, ["hello"]);
 }
 
 fn panics(_: &Device, out: &mut Output) -> anyhow::Result<()> {
@@ -359,8 +352,7 @@ fn a_failing_listing_is_reported_by_name_writes_nothing_and_the_rest_runs() {
     let panicking = Listing::new("panics", file!(), panics);
     let after = Listing::new("after", file!(), hello);
     let listings = [HELLO, bad, panicking, after];
-    let report =
-        render(&listings, dir.path(), BackendChoice::Flex, false).unwrap();
+    let report = render_flex(&listings, dir.path()).unwrap();
     assert_eq!(report.ran, ["hello", "after"]);
     let failed: Vec<(&str, &str)> = report
         .failed
@@ -387,8 +379,7 @@ fn a_failing_listing_is_reported_by_name_writes_nothing_and_the_rest_runs() {
     let mut manifest = fs::read_to_string(dir.path().join(MANIFEST)).unwrap();
     manifest.push_str("broken old broken.txt@0123456789abcdef\n");
     fs::write(dir.path().join(MANIFEST), manifest).unwrap();
-    let report =
-        render(&[HELLO, bad], dir.path(), BackendChoice::Flex, false).unwrap();
+    let report = render_flex(&[HELLO, bad], dir.path()).unwrap();
     assert_eq!(report.failed[0].kept, ["broken.txt"]);
     assert!(
         report.failed[0].to_string().ends_with(
@@ -401,8 +392,7 @@ fn a_failing_listing_is_reported_by_name_writes_nothing_and_the_rest_runs() {
     assert_eq!(committed, "committed\n");
     // It stays stale, and a second failure still names its files.
     assert_eq!(read_manifest(dir.path())["broken"].fingerprint, FAILED);
-    let report =
-        render(&[HELLO, bad], dir.path(), BackendChoice::Flex, false).unwrap();
+    let report = render_flex(&[HELLO, bad], dir.path()).unwrap();
     assert_eq!(report.failed[0].kept, ["broken.txt"]);
 }
 
@@ -412,8 +402,7 @@ fn an_unwritable_figures_folder_is_a_clear_error() {
     // A file where the folder should be: fails even for root.
     let blocked = dir.path().join("figures");
     fs::write(&blocked, "not a folder").unwrap();
-    let err =
-        render(&[HELLO], &blocked, BackendChoice::Flex, false).unwrap_err();
+    let err = render_flex(&[HELLO], &blocked).unwrap_err();
     assert!(
         format!("{err:#}").contains("cannot create the figures folder"),
         "{err:#}"

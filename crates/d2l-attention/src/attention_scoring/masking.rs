@@ -245,6 +245,8 @@ impl ValidLens {
 /// with valid length 0 is **uniform** (1/num_keys each), as in d2l, whose
 /// masked scores are [`MASK_VALUE`]: finite, so neither the weights nor
 /// their gradient contain NaN. (PyTorch's fused SDPA returns zeros there.)
+/// That holds in every float dtype: f16, which cannot hold −10⁶, is
+/// filled with its lowest finite value instead ([`mask_value`]).
 ///
 /// `softmax` is the library's ([`crate::kernels::softmax`]): burn's
 /// softmax along the last axis as a backend extension, faster on flex and
@@ -277,7 +279,8 @@ pub fn masked_softmax(
         return softmax(scores);
     };
     let hidden = lens.mask(batch_size, num_queries, num_keys);
-    softmax(scores.mask_fill(hidden, MASK_VALUE))
+    let fill = mask_value(scores.dtype()); // d2l's −10⁶ (f16: −65504)
+    softmax(scores.mask_fill(hidden, fill))
 }
 // ANCHOR_END: masked_softmax
 
@@ -285,7 +288,8 @@ pub fn masked_softmax(
 /// num_keys) after setting the entries where `hidden` (same shape) is true
 /// to [`MASK_VALUE`]: how PyTorch-style masks (multi-head attention's
 /// `key_padding_mask`, `attn_mask`) meet the scores, as valid lengths do
-/// in [`masked_softmax`]. A row with every entry hidden is uniform.
+/// in [`masked_softmax`]. A row with every entry hidden is uniform, in
+/// every float dtype ([`mask_value`]).
 ///
 /// # Panics
 /// When `hidden` does not have the shape of `scores`.
@@ -313,7 +317,8 @@ pub fn masked_softmax_by(
         Some(hidden) => {
             let (s, m) = (scores.dims(), hidden.dims());
             assert!(s == m, "`hidden` has shape {m:?}, expected {s:?}");
-            softmax(scores.mask_fill(hidden, MASK_VALUE))
+            let fill = mask_value(scores.dtype());
+            softmax(scores.mask_fill(hidden, fill))
         }
         None => softmax(scores),
     }

@@ -52,6 +52,27 @@ pub const TORCH_LINEAR: Initializer = Initializer::KaimingUniform {
 /// ```
 pub const MASK_VALUE: f32 = -1e6;
 
+/// The fill for masked scores of `dtype`: [`MASK_VALUE`] where the dtype
+/// holds it (f32, f64, bf16), else the dtype's lowest finite value (f16:
+/// −65504, where −10⁶ would round to −∞ and a fully masked row would be
+/// NaN). Either way exp(fill − max) is 0 beside any valid score that is
+/// not itself that low, and a fully masked row is uniform.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::DType;
+/// use d2l_attention::attention_scoring::{MASK_VALUE, mask_value};
+///
+/// assert_eq!(mask_value(DType::F32), MASK_VALUE);
+/// assert_eq!(mask_value(DType::F16), -65504.0);
+/// ```
+pub fn mask_value(dtype: burn::tensor::DType) -> f32 {
+    match dtype {
+        burn::tensor::DType::F16 => -65_504.0, // f16's lowest finite value
+        _ => MASK_VALUE,
+    }
+}
+
 /// What an attention layer returns.
 ///
 /// # Examples

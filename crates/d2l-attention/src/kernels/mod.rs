@@ -45,7 +45,7 @@ use burn::backend::{
 use burn::nn::Dropout;
 use burn::tensor::{Distribution, Shape, Tensor};
 
-use crate::attention_scoring::{MASK_VALUE, ValidLens};
+use crate::attention_scoring::{ValidLens, mask_value};
 
 pub use exp::{OVERFLOW, UNDERFLOW};
 
@@ -73,7 +73,8 @@ pub trait AttentionOps: Backend {
 
     /// Softmax along the last axis of `scores` (batch_size, num_queries,
     /// num_keys) with the keys at or past each query's valid length
-    /// counting as [`MASK_VALUE`]: d2l's `masked_softmax`. `valid_lens` is
+    /// counting as [`MASK_VALUE`](crate::attention_scoring::MASK_VALUE):
+    /// d2l's `masked_softmax`. `valid_lens` is
     /// (batch_size, 1) or (batch_size, num_queries), each at most num_keys.
     fn masked_softmax_last(
         scores: FloatTensor<Self>,
@@ -149,7 +150,8 @@ fn masked_softmax_ops<B: AttentionOps>(
     valid_lens: IntTensor<B>,
 ) -> FloatTensor<B> {
     let hidden = hidden::<B>(valid_lens, &scores.shape());
-    B::softmax_last(B::float_mask_fill(scores, hidden, MASK_VALUE.into()))
+    let fill = mask_value(scores.dtype());
+    B::softmax_last(B::float_mask_fill(scores, hidden, fill.into()))
 }
 
 /// [`AttentionOps::masked_softmax_backward`] in burn's operations.
@@ -242,9 +244,12 @@ pub fn exp<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 /// computes, and the tests compare with it) as one operation: on flex the
 /// masked keys are neither filled nor compared, each row is normalised
 /// over its valid keys with the masked ones sharing one exponential of
-/// [`MASK_VALUE`], and under autodiff the backward pass is one operation
+/// [`MASK_VALUE`](crate::attention_scoring::MASK_VALUE), and under
+/// autodiff the backward pass is one operation
 /// too. `scores` is (batch_size, num_queries, num_keys); `valid_lens` as
-/// in `masked_softmax`.
+/// in `masked_softmax`. A row with valid length 0 is uniform in every
+/// float dtype (f16 fills with its lowest finite value:
+/// [`mask_value`](crate::attention_scoring::mask_value)).
 ///
 /// # Panics
 /// As [`ValidLens::mask`].

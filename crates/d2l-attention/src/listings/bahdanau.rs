@@ -76,9 +76,9 @@ fn model_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
 }
 
 /// Where the chapter's trained model is kept: committed, in the book's
-/// `models/` folder ([`super::models_dir`]).
-fn model_path() -> std::path::PathBuf {
-    super::models_dir().join("bahdanau-fra-eng.bpk")
+/// `models/` folder under `root` ([`super::models_dir`]).
+fn model_path(root: &std::path::Path) -> std::path::PathBuf {
+    super::models_dir(root).join("bahdanau-fra-eng.bpk")
 }
 
 /// The chapter's trained model for `data` (the chapter's 600 pairs), in
@@ -90,12 +90,14 @@ fn model_path() -> std::path::PathBuf {
 /// When the training or loading fails.
 pub fn trained_model(
     data: &NmtData,
+    root: &std::path::Path,
     device: &Device,
 ) -> anyhow::Result<BahdanauModel> {
     let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
     let config = Seq2SeqConfig::new(src, tgt, 32, 32, 2).with_dropout(0.1);
-    let train = || train_demo(device, &mut Output::default());
-    load_or_train((&config, data), &model_path(), |c| c.init(device), train)
+    let train = || train_demo(device, &mut Output::new(root));
+    let path = model_path(root);
+    load_or_train((&config, data), &path, |c| c.init(device), train)
 }
 
 fn shapes_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
@@ -280,7 +282,7 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: save
     // what it was made for: its configuration and vocabularies
     let info = ModelInfo::new(&model_config, &data.src_vocab, &data.tgt_vocab);
-    save_model(&model, &info, &model_path())?;
+    save_model(&model, &info, &model_path(out.root()))?;
     // ANCHOR_END: save
     // ANCHOR: translate
     // predict_seq2seq switches to inference (no dropout) by itself

@@ -32,13 +32,20 @@ pub mod vit;
 pub mod vit_exercises;
 pub mod vit_training;
 
-/// The book's committed trained models: `models/` at the top of the
-/// repository. The translation chapters' trainings save there (so a
-/// rerun changes the committed file, as it changes the figures), their
-/// other listings and the book's widgets load from there.
-pub fn models_dir() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models")
+/// The book's committed trained models: `models/` under the book's
+/// `root` ([`Output::root`]). The translation chapters' trainings save
+/// there (so a rerun changes the committed file, as it changes the
+/// figures), their other listings and the book's widgets load from there.
+pub fn models_dir(root: &std::path::Path) -> std::path::PathBuf {
+    root.join("models")
 }
+
+/// The book's root (the workspace) this library was compiled in. The
+/// listing runner compares it with the root it is asked to work on, to
+/// stop when cargo reused a build of another checkout (a shared
+/// `CARGO_TARGET_DIR`); no listing finds a file through it: they use
+/// [`Output::root`].
+pub const BUILT_FROM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
 /// A chapter's trained model for `data`, built by `init` from `config`, in
 /// inference mode (`valid()`): loaded from `path` when the file there was
@@ -176,7 +183,8 @@ pub(crate) fn run_named(
     device: &Device,
 ) -> Output {
     let listing = table.iter().find(|l| l.name == name).expect(name);
-    listing.execute(device).expect(name)
+    let root = std::path::Path::new(BUILT_FROM);
+    listing.execute(device, root).expect(name)
 }
 
 impl Listing {
@@ -195,12 +203,18 @@ impl Listing {
         }
     }
 
-    /// Runs the listing on `device` and returns what it printed and drew.
+    /// Runs the listing on `device` for the book at `root` (where it reads
+    /// and saves files, see [`Output::root`]) and returns what it printed
+    /// and drew.
     ///
     /// # Errors
     /// Whatever the listing's code returns, prefixed with the listing's name.
-    pub fn execute(&self, device: &Device) -> anyhow::Result<Output> {
-        let mut out = Output::default();
+    pub fn execute(
+        &self,
+        device: &Device,
+        root: &std::path::Path,
+    ) -> anyhow::Result<Output> {
+        let mut out = Output::new(root);
         (self.run)(device, &mut out).map_err(|e| {
             e.context(format!("listing `{}` failed", self.name))
         })?;
@@ -208,11 +222,12 @@ impl Listing {
     }
 }
 
-/// What a listing printed and drew.
-#[derive(Default, Debug)]
+/// What a listing printed and drew, and the book it runs for.
+#[derive(Debug)]
 pub struct Output {
     text: String,
     figures: Vec<(String, Svg)>,
+    root: std::path::PathBuf,
 }
 
 impl fmt::Write for Output {
@@ -223,6 +238,21 @@ impl fmt::Write for Output {
 }
 
 impl Output {
+    /// An empty output of a listing run for the book at `root`.
+    pub fn new(root: &std::path::Path) -> Self {
+        Output {
+            text: String::new(),
+            figures: Vec::new(),
+            root: root.to_owned(),
+        }
+    }
+
+    /// The book's root folder, as the runner was given it (or the tests
+    /// found it): where a listing reads the book's files.
+    pub fn root(&self) -> &std::path::Path {
+        &self.root
+    }
+
     /// Hands over a figure, saved as `figures/<name>.svg`.
     pub fn figure(&mut self, name: &str, svg: Svg) {
         self.figures.push((name.to_owned(), svg));

@@ -174,11 +174,9 @@ fn pytorch_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: pytorch
     // A module configured like the notebook 注意力机制's, saved with
     // torch.save(mha.state_dict(), "notebook.pt"): embed_dim 10, 10 heads.
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/golden/torch_mha/notebook.pt"
-    );
-    let mha = MultiHeadAttention::from_pytorch(path.as_ref(), 10, device)?;
+    let golden = "crates/d2l-attention/tests/golden/torch_mha";
+    let path = out.root().join(golden).join("notebook.pt");
+    let mha = MultiHeadAttention::from_pytorch(&path, 10, device)?;
     let (l, n, e, s) = (3, 4, 10, 6);
     // sequence first, as PyTorch's default: (L, N, E) and (S, N, E)
     let query = rand([l, n, e], 60, device);

@@ -493,13 +493,17 @@ pub fn replaced_word_task(
 
 /// `pretrain-bert`'s model, loaded from where it saved it (trained again
 /// when the file is missing or was made for other data), on `device`.
-fn trained_bert(data: &LmData, device: &Device) -> anyhow::Result<MaskedLm> {
+fn trained_bert(
+    data: &LmData,
+    root: &std::path::Path,
+    device: &Device,
+) -> anyhow::Result<MaskedLm> {
     let init = || MaskedLm::new(&book_lm(data.vocab.len()), device);
     Ok(match load_model(init(), &bert_info(data), &bert_path()) {
         Ok(model) => model,
         Err(err) => {
             eprintln!("{err}: training it again");
-            bert_demo(&device.clone().inner(), &mut Output::default())?;
+            bert_demo(&device.clone().inner(), &mut Output::new(root))?;
             load_model(init(), &bert_info(data), &bert_path())?
         }
     })
@@ -507,7 +511,8 @@ fn trained_bert(data: &LmData, device: &Device) -> anyhow::Result<MaskedLm> {
 
 fn finetune_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let data = chapter_data()?;
-    let pretrained = trained_bert(&data, &device.clone().autodiff())?;
+    let pretrained =
+        trained_bert(&data, out.root(), &device.clone().autodiff())?;
     finetune_run(&data, pretrained, SEED, out)
 }
 

@@ -43,9 +43,9 @@ pub const LISTINGS: &[Listing] = &[
 const SEED: u64 = 1;
 
 /// Where the chapter's trained model is kept: committed, in the book's
-/// `models/` folder ([`super::models_dir`]).
-fn model_path() -> std::path::PathBuf {
-    super::models_dir().join("transformer-fra-eng.bpk")
+/// `models/` folder under `root` ([`super::models_dir`]).
+fn model_path(root: &std::path::Path) -> std::path::PathBuf {
+    super::models_dir(root).join("transformer-fra-eng.bpk")
 }
 
 fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
@@ -81,7 +81,7 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         last.loss, last.epoch
     )?;
     let info = ModelInfo::new(&model_config, &data.src_vocab, &data.tgt_vocab);
-    save_model(&model, &info, &model_path())?;
+    save_model(&model, &info, &model_path(out.root()))?;
     // ANCHOR_END: train
     let x: Vec<f64> = epochs.iter().map(|e| e.epoch as f64).collect();
     let y: Vec<f64> = epochs.iter().map(|e| e.loss).collect();
@@ -143,12 +143,14 @@ fn heatmaps(t: &Translation, out: &mut Output) -> anyhow::Result<()> {
 /// configuration or corpus.
 pub fn trained_model(
     data: &NmtData,
+    root: &std::path::Path,
     device: &Device,
 ) -> anyhow::Result<TransformerModel> {
     let (src, tgt) = (data.src_vocab.len(), data.tgt_vocab.len());
     let config = TransformerConfig::new(src, tgt); // d2l's sizes, as trained
-    let train = || train_demo(device, &mut Output::default());
-    load_or_train((&config, data), &model_path(), |c| c.init(device), train)
+    let train = || train_demo(device, &mut Output::new(root));
+    let path = model_path(root);
+    load_or_train((&config, data), &path, |c| c.init(device), train)
 }
 
 /// The sentence that every run we made translated exactly (BLEU 1): with
@@ -213,8 +215,8 @@ fn comparison_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: comparison
     let corpus = Corpus::load(None)?;
     let data = corpus.training_data(10, 600)?; // both chapters' pairs
-    let bahdanau = bahdanau::trained_model(&data, device)?;
-    let transformer = trained_model(&data, device)?;
+    let bahdanau = bahdanau::trained_model(&data, out.root(), device)?;
+    let transformer = trained_model(&data, out.root(), device)?;
     let held_out = corpus.held_out(&data, 600, HELD_OUT_WINDOW)?;
     writeln!(out, "{:<34}{:>12}{:>12}", "", "Bahdanau", "Transformer")?;
     let row = |out: &mut Output, name: &str, a: String, b: String| {

@@ -148,6 +148,10 @@ pub fn tokenize_nmt(text: &str, num_examples: Option<usize>) -> Pairs {
     pairs
 }
 
+/// The reserved tokens of the translation vocabularies, after `<unk>`:
+/// `<pad>` (1), `<bos>` (2) and `<eos>` (3), as d2l's `Vocab` gets them.
+pub const RESERVED: [&str; 3] = ["<pad>", "<bos>", "<eos>"];
+
 /// A vocabulary (d2l zh §8.2.3): `<unk>` is 0, then the reserved tokens in
 /// order, then every token seen at least `min_freq` times, by descending
 /// frequency; ties keep the order of first appearance in the corpus.
@@ -463,10 +467,9 @@ impl NmtData {
     /// assert_eq!(NmtData::new_from_pairs(&pairs, 5).len(), 1);
     /// ```
     pub fn new_from_pairs(pairs: &Pairs, num_steps: usize) -> Self {
-        let reserved = ["<pad>", "<bos>", "<eos>"];
         let vocabs = (
-            Vocab::new(&pairs.source, 2, &reserved),
-            Vocab::new(&pairs.target, 2, &reserved),
+            Vocab::new(&pairs.source, 2, &RESERVED),
+            Vocab::new(&pairs.target, 2, &RESERVED),
         );
         Self::encode_with(pairs, vocabs, num_steps)
     }

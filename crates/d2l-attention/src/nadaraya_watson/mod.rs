@@ -351,6 +351,20 @@ impl Kernel {
     }
 }
 
+/// The Gaussian kernel's weights for `differences` (n_queries, n_train):
+/// exp(−u²/2σ²) normalised is a softmax of −u²/2σ², computed as
+/// −(u² − u²_min)/2σ² per query, so that the nearest key scores exactly 0
+/// for every σ: its exponential never underflows, and no 0/0 can arise.
+/// 1/2σ² is taken in f64 and capped at `f32::MAX`, so that a σ whose 2σ²
+/// underflows in f32 gives the kernel's limit as σ → 0, the mean of the
+/// nearest keys' values, instead of NaN.
+fn gaussian_weights(differences: Tensor<2>, sigma: f32) -> Tensor<2> {
+    let squared = differences.powi_scalar(2);
+    let nearest = squared.clone().min_dim(1); // (n_queries, 1)
+    let scale = (0.5 / (sigma as f64).powi(2)).min(f32::MAX as f64) as f32;
+    softmax((squared - nearest) * -scale)
+}
+
 /// Nadaraya–Watson regression with any [`Kernel`] (d2l en §11.2.2):
 /// weights K(x − xᵢ) / Σⱼ K(x − xⱼ), prediction = weights · y_train.
 ///
@@ -362,6 +376,9 @@ impl Kernel {
 /// point within distance 1), instead of a NaN prediction;
 /// [`RegressionError::Bandwidth`] for a Gaussian σ that is not finite and
 /// positive; the errors of [`nonparametric_pooling`] for a bad training set.
+/// Any finite positive σ gives finite weights: one so small that 2σ²
+/// underflows in f32 weighs the nearest keys equally (the kernel's limit
+/// as σ → 0), one so large that 1/2σ² underflows weighs all keys equally.
 ///
 /// # Examples
 /// ```
@@ -390,8 +407,7 @@ pub fn nadaraya_watson(
         if !(sigma.is_finite() && sigma > 0.0) {
             return Err(RegressionError::Bandwidth(sigma));
         }
-        // exp(−u²/2σ²) normalised is a softmax; computed as one it never underflows to 0/0.
-        softmax(-differences.powi_scalar(2) / (2.0 * sigma * sigma))
+        gaussian_weights(differences, sigma)
     } else {
         let k = kernel.apply(differences);
         let totals = k.clone().sum_dim(1); // (n_queries, 1)
@@ -480,4 +496,60 @@ pub fn plot_attention_weights(weights: Tensor<2>) -> Result<Svg, PlotError> {
 /// A 1-D tensor's values on the host, as f64 for plotting.
 pub(crate) fn host(t: &Tensor<1>) -> Vec<f64> {
     t.clone().try_into_vec_as::<f64>().expect("readable tensor")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn floats(t: Tensor<1>) -> Vec<f32> {
+        t.try_into_vec_as::<f32>().unwrap()
+    }
+
+    /// σ so small that 2σ² underflows (1e-30) or is subnormal (1e-20) in
+    /// f32 gives the kernel's limit, the mean of the nearest keys' values
+    /// (NaN before), as does 1e-6; σ so large that 1/2σ² underflows weighs
+    /// every key alike.
+    #[test]
+    fn a_vanishing_or_huge_bandwidth_gives_the_kernel_s_limits() {
+        let device = Device::flex();
+        // every distance exact in binary: ties are exact
+        let x = Tensor::<1>::from_floats([0.0, 0.25, 0.75, 1.0], &device);
+        let y = Tensor::<1>::from_floats([1.0, 3.0, 5.0, 7.0], &device);
+        let queries = Tensor::<1>::from_floats([0.125, 0.5, 0.9375], &device);
+        for sigma in [1e-30, 1e-20, 1e-6] {
+            let kernel = Kernel::Gaussian { sigma };
+            let (y_hat, weights) =
+                nadaraya_watson(x.clone(), y.clone(), queries.clone(), kernel)
+                    .unwrap();
+            // 0.125: keys 0 and 0.25 tie; 0.5: 0.25 and 0.75; 0.9375: 1.0
+            assert_eq!(floats(y_hat), [2.0, 4.0, 7.0], "σ = {sigma}");
+            let weights = weights.try_into_vec_as::<f32>().unwrap();
+            assert_eq!(&weights[..4], [0.5, 0.5, 0.0, 0.0], "σ = {sigma}");
+        }
+        let huge = Kernel::Gaussian { sigma: 1e30 };
+        let (y_hat, _) = nadaraya_watson(x, y, queries, huge).unwrap();
+        assert_eq!(floats(y_hat), [4.0; 3]);
+    }
+
+    /// The nearest key scoring 0 changes nothing for ordinary σ: the
+    /// weights are exp(−u²/2σ²) normalised.
+    #[test]
+    fn gaussian_weights_are_the_normalised_kernel() {
+        let device = Device::flex();
+        let u = [[-1.0f32, 0.5, 2.0], [0.0, 3.0, -0.25]];
+        let differences = Tensor::<2>::from_floats(u, &device);
+        let weights = gaussian_weights(differences, 0.7);
+        let weights = weights.try_into_vec_as::<f32>().unwrap();
+        for (row, got) in u.iter().zip(weights.chunks(3)) {
+            let k: Vec<f64> = row
+                .iter()
+                .map(|&u| (-(u as f64).powi(2) / (2.0 * 0.49)).exp())
+                .collect();
+            let total: f64 = k.iter().sum();
+            for (k, w) in k.iter().zip(got) {
+                assert!((k / total - *w as f64).abs() < 1e-6, "{got:?}");
+            }
+        }
+    }
 }

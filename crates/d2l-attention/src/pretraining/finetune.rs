@@ -61,6 +61,7 @@ impl SentenceClassifier {
     ///
     /// let model = SentenceClassifier::new(&TransformerConfig::new(20, 20), 3, &Device::flex());
     /// assert_eq!(model.head.weight.dims(), [32, 3]);
+    /// assert_eq!(model.num_classes(), 3);
     /// ```
     pub fn new(
         config: &TransformerConfig,
@@ -93,6 +94,15 @@ impl SentenceClassifier {
             encoder,
             head: LinearConfig::new(num_hiddens, num_classes).init(device),
         }
+    }
+
+    /// The number of classes its head scores: labels run from 0 to this
+    /// − 1.
+    ///
+    /// # Examples
+    /// See [`SentenceClassifier::new`].
+    pub fn num_classes(&self) -> usize {
+        self.head.weight.dims()[1]
     }
 
     /// Class scores (batch_size, num_classes) for `tokens` (batch_size,
@@ -165,7 +175,9 @@ pub fn classify_batch(examples: &[&Labelled], device: &Device) -> LmBatch {
 ///
 /// # Errors
 /// As [`pretrain`](super::pretrain); [`Seq2SeqError::Invalid`] naming
-/// `train` or `valid` when one is empty.
+/// `train` or `valid` when one is empty or holds a label that is not below
+/// the model's [`SentenceClassifier::num_classes`] (with the example, the
+/// label and the number of classes), before training.
 ///
 /// # Examples
 /// ```
@@ -199,6 +211,9 @@ pub fn fine_tune(
                 reason: "holds no example".into(),
             });
         }
+        if let Err(reason) = check_labels(set, model.num_classes()) {
+            return Err(Seq2SeqError::Invalid { arg, reason });
+        }
     }
     let batches = |seed, device: &Device| {
         use rand::SeedableRng;
@@ -222,7 +237,9 @@ pub fn fine_tune(
 /// where `model` lives.
 ///
 /// # Panics
-/// When `model` lives elsewhere or `examples` is empty.
+/// When `model` lives elsewhere, `examples` is empty, or a label is not
+/// below the model's number of classes (which would count as wrong
+/// whatever the model says); the message names `examples`.
 ///
 /// # Examples
 /// See [`fine_tune`].
@@ -235,6 +252,9 @@ pub fn accuracy(
         panic!("{err}");
     }
     assert!(!examples.is_empty(), "`examples` is empty");
+    if let Err(reason) = check_labels(examples, model.num_classes()) {
+        panic!("`examples`: {reason}");
+    }
     let (model, device) = (model.valid(), &device.clone().inner());
     let all: Vec<&Labelled> = examples.iter().collect();
     let mut right = 0;
@@ -252,4 +272,20 @@ pub fn accuracy(
             .count();
     }
     right as f64 / examples.len() as f64
+}
+
+/// What is wrong with the first label of `examples` that is not below
+/// `num_classes`.
+fn check_labels(
+    examples: &[Labelled],
+    num_classes: usize,
+) -> Result<(), String> {
+    match examples.iter().position(|e| e.label >= num_classes) {
+        Some(i) => Err(format!(
+            "example {i} has label {}, but the model scores {num_classes} \
+             classes (labels below {num_classes})",
+            examples[i].label
+        )),
+        None => Ok(()),
+    }
 }

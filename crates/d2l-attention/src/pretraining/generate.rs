@@ -29,8 +29,9 @@ pub struct Filled {
 ///
 /// # Errors
 /// [`Seq2SeqError::Invalid`] naming `words` when it does not hold exactly
-/// one `<mask>` or holds an index past the vocabulary, `k` when it is 0,
-/// or `device` when the model lives elsewhere.
+/// one `<mask>`, holds an index past the vocabulary, or is longer than the
+/// model reads (words + 2 ≤ [`MaskedLm::max_len`]), `k` when it is 0, or
+/// `device` when the model lives elsewhere; all before any work.
 ///
 /// # Examples
 /// ```
@@ -62,6 +63,16 @@ pub fn fill_mask(
     };
     if k == 0 {
         return Err(invalid("k", "must be at least 1".into()));
+    }
+    let max_len = model.max_len();
+    if words.len() + 2 > max_len {
+        let reason = format!(
+            "has {} tokens; with <cls> and <eos> the model reads at most \
+             {max_len} (its max_len), so at most {} words",
+            words.len(),
+            max_len.saturating_sub(2)
+        );
+        return Err(invalid("words", reason));
     }
     let (model, device) = (model.valid(), &device.clone().inner());
     let tokens: Vec<usize> = [CLS]
@@ -127,7 +138,10 @@ pub struct Continuation {
 /// # Errors
 /// [`Seq2SeqError::Invalid`] naming `prompt` (an index past the
 /// vocabulary), `max_new` (0), `sampling` (a temperature that is not a
-/// positive number) or `device`.
+/// positive number) or `device`; naming `prompt` or `max_new` when
+/// `<bos>`, the prompt and `max_new` tokens would not fit the model's
+/// positions (1 + prompt length + `max_new` ≤ [`CausalLm::max_len`], as
+/// [`Continuation::attention`] reads them all); all before any work.
 ///
 /// # Examples
 /// ```
@@ -159,6 +173,7 @@ pub fn generate(
     if max_new == 0 {
         return Err(invalid("max_new", "must be at least 1".into()));
     }
+    check_length(prompt.len(), max_new, model.max_len())?;
     let mut rng = match sampling {
         Sampling::Greedy => None,
         Sampling::Temperature { temperature, seed } => {
@@ -203,6 +218,33 @@ pub fn generate(
         ended,
         attention,
     })
+}
+
+/// Whether `<bos>`, `prompt_len` words and `max_new` more fit `max_len`
+/// positions; else an error naming what is too long.
+fn check_length(
+    prompt_len: usize,
+    max_new: usize,
+    max_len: usize,
+) -> Result<(), Seq2SeqError> {
+    if 1 + prompt_len >= max_len {
+        let reason = format!(
+            "has {prompt_len} tokens; after <bos> the model reads at most \
+             {max_len} (its max_len), leaving no room for a new token: at \
+             most {} prompt tokens",
+            max_len.saturating_sub(2)
+        );
+        return Err(invalid("prompt", reason));
+    }
+    let room = max_len - 1 - prompt_len;
+    if max_new > room {
+        let reason = format!(
+            "is {max_new}; <bos> and the prompt's {prompt_len} tokens leave \
+             {room} of the model's {max_len} positions (its max_len)"
+        );
+        return Err(invalid("max_new", reason));
+    }
+    Ok(())
 }
 
 fn argmax(scores: &[f32]) -> usize {

@@ -26,10 +26,16 @@ pub struct MlmExample {
 /// (indices `FIRST_WORD..vocab_len`) with 0.1. The model must restore the
 /// picked words, whatever they became. Unlike d2l, which counts `<cls>` and
 /// `<sep>` among the tokens and may draw a reserved token as the random
-/// one, only words are counted and drawn.
+/// one, only words are counted and drawn. `<unk>` (index 0) counts as a
+/// word that can be picked, as in d2l (whose `_get_mlm_data_from_tokens`
+/// skips only `<cls>` and `<sep>`) and BERT's `create_pretraining_data.py`
+/// (only `[CLS]` and `[SEP]`); the random replacement is never `<unk>`.
 ///
 /// # Panics
-/// When `words` is empty or `vocab_len` holds no word.
+/// When `words` is empty or holds a reserved token other than `<unk>`
+/// (indices 1 to [`FIRST_WORD`] − 1: `<pad>`, `<bos>`, `<eos>`, `<cls>`,
+/// `<mask>`) or an index past `vocab_len`, or `vocab_len` holds no word;
+/// the message names the argument (and the position and index).
 ///
 /// # Examples
 /// ```
@@ -52,11 +58,9 @@ pub fn mask_tokens(
     vocab_len: usize,
     rng: &mut impl Rng,
 ) -> MlmExample {
-    assert!(!words.is_empty(), "`words` is empty");
-    assert!(
-        vocab_len > FIRST_WORD,
-        "`vocab_len` {vocab_len} holds no word (words start at {FIRST_WORD})"
-    );
+    if let Err(e) = check_words(words, vocab_len) {
+        panic!("{e}");
+    }
     let mut tokens = Vec::with_capacity(words.len() + 2);
     tokens.push(CLS);
     tokens.extend_from_slice(words);
@@ -84,6 +88,30 @@ pub fn mask_tokens(
     }
 }
 // ANCHOR_END: mask_tokens
+
+/// What [`mask_tokens`] accepts: some words, each `<unk>` or a word of a
+/// vocabulary that holds one; else what is wrong, naming the argument.
+pub(crate) fn check_words(
+    words: &[usize],
+    vocab_len: usize,
+) -> Result<(), String> {
+    if words.is_empty() {
+        return Err("`words` is empty".into());
+    }
+    if vocab_len <= FIRST_WORD {
+        return Err(format!(
+            "`vocab_len` {vocab_len} holds no word (words start at {FIRST_WORD})"
+        ));
+    }
+    let word = |w: usize| w == 0 || (FIRST_WORD..vocab_len).contains(&w);
+    match words.iter().enumerate().find(|&(_, &w)| !word(w)) {
+        Some((i, w)) => Err(format!(
+            "`words` holds {w} at position {i}: a word is <unk> (0) or an \
+             index in {FIRST_WORD}..{vocab_len}, never a reserved token"
+        )),
+        None => Ok(()),
+    }
+}
 
 /// The sentinels that stand for corrupted spans, in order (d2l en §11.9's
 /// `<X>`, `<Y>`, `<Z>`; T5 calls them `<extra_id_0>`, …).

@@ -9,7 +9,7 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 
 use super::batch::{LmBatch, causal_batch, mlm_batch};
-use super::masking::mask_tokens;
+use super::masking::{check_words, mask_tokens};
 use crate::attention_scoring::ValidLens;
 use crate::seq2seq::{Decoded, Decoder, Encoder};
 use crate::transformer::{
@@ -31,6 +31,11 @@ pub trait LanguageModel: Scores {
     /// One epoch's batches of `sentences` (word indices, no reserved
     /// tokens) for a vocabulary of `vocab_len`, shuffled and (for a masked
     /// model) masked by `seed`.
+    ///
+    /// # Panics
+    /// For a masked model, when a sentence is empty or holds a reserved
+    /// token other than `<unk>` ([`mask_tokens`]'s rule; the message names
+    /// `sentences` and the sentence).
     fn batches(
         sentences: &[Vec<usize>],
         vocab_len: usize,
@@ -135,6 +140,22 @@ impl MaskedLm {
         }
     }
 
+    /// The longest input it reads, `<cls>` and `<eos>` included: its
+    /// positional encoding's `max_len` (`config.max_len`).
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::Device;
+    /// use d2l_attention::pretraining::MaskedLm;
+    /// use d2l_attention::transformer::TransformerConfig;
+    ///
+    /// let config = TransformerConfig::new(20, 20).with_max_len(8);
+    /// assert_eq!(MaskedLm::new(&config, &Device::flex()).max_len(), 8);
+    /// ```
+    pub fn max_len(&self) -> usize {
+        self.encoder.pos_encoding.max_len()
+    }
+
     /// Encodes `tokens` (batch_size, num_steps), keys past `valid_lens`
     /// hidden, and scores the vocabulary at `positions` (batch_size,
     /// num_positions).
@@ -180,6 +201,11 @@ impl LanguageModel for MaskedLm {
         seed: u64,
         device: &Device,
     ) -> Vec<LmBatch> {
+        for (i, s) in sentences.iter().enumerate() {
+            if let Err(e) = check_words(s, vocab_len) {
+                panic!("`sentences`: sentence {i}: {e}");
+            }
+        }
         let mut rng = ChaCha12Rng::seed_from_u64(seed);
         shuffled(sentences, batch_size, &mut rng)
             .into_iter()
@@ -272,6 +298,22 @@ impl CausalLm {
         state: TransformerDecoderState,
     ) -> Decoded<TransformerDecoderState> {
         self.decoder.forward(tokens, state)
+    }
+
+    /// The longest sequence it reads, `<bos>` included (cached steps
+    /// count): its positional encoding's `max_len` (`config.max_len`).
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::Device;
+    /// use d2l_attention::pretraining::CausalLm;
+    /// use d2l_attention::transformer::TransformerConfig;
+    ///
+    /// let config = TransformerConfig::new(20, 20).with_max_len(8);
+    /// assert_eq!(CausalLm::new(&config, &Device::flex()).max_len(), 8);
+    /// ```
+    pub fn max_len(&self) -> usize {
+        self.decoder.pos_encoding.max_len()
     }
 
     /// Parameters outside the token embedding and the output layer (both

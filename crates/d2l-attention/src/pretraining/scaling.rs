@@ -19,8 +19,10 @@ impl PowerLaw {
     ///
     /// # Panics
     /// When there are fewer than two points, the lengths differ, a value
-    /// is not positive, all x are equal, or the line is flat (α = 0, no
-    /// power law).
+    /// is not a positive finite number (0, a negative number, ±∞ or NaN:
+    /// the message names `x` or `y`, the index and the value), all x are
+    /// equal, or the line is flat (α = 0, no power law). A fit is never
+    /// NaN.
     ///
     /// # Examples
     /// ```
@@ -39,10 +41,17 @@ impl PowerLaw {
             x.len() == y.len() && x.len() >= 2,
             "`x` and `y` need the same length, at least 2"
         );
-        assert!(
-            x.iter().chain(y).all(|v| *v > 0.0),
-            "a power law needs positive values"
-        );
+        for (arg, values) in [("x", x), ("y", y)] {
+            if let Some(i) =
+                values.iter().position(|v| !(v.is_finite() && *v > 0.0))
+            {
+                panic!(
+                    "`{arg}[{i}]` is {}: a power law needs positive finite \
+                     values",
+                    values[i]
+                );
+            }
+        }
         let (lx, ly): (Vec<f64>, Vec<f64>) =
             x.iter().zip(y).map(|(x, y)| (x.ln(), y.ln())).unzip();
         let n = lx.len() as f64;

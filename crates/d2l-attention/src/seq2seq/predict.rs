@@ -118,7 +118,11 @@ fn join_steps(steps: Vec<Vec<AttentionMap>>) -> Vec<AttentionMap> {
 /// same way, with `net.eval()` inside d2l's `predict_seq2seq`.
 ///
 /// A source longer than `num_steps - 1` tokens is cut to `num_steps` with
-/// no `<eos>`. Each step reads the chosen token back from the device:
+/// no `<eos>`. Tokens are looked up as d2l's `src_vocab[...]` looks them
+/// up: a reserved token written in the sentence (`<eos>`, `<pad>`) reads
+/// as its index, the control token itself. Text typed by a reader goes
+/// through the widgets' `Translator::translate`, which reads such
+/// spellings as `<unk>`. Each step reads the chosen token back from the device:
 /// greedy decoding cannot go on without it.
 ///
 /// # Errors

@@ -322,6 +322,7 @@ impl ViTConfig {
                 .with_initializer(TORCH_LINEAR)
                 .init(device),
             pool: self.pool,
+            img_size: self.img_size,
         }
     }
 }
@@ -346,6 +347,10 @@ pub struct ViT {
     /// What the head reads.
     #[module(skip)]
     pub pool: Pool,
+    /// The side of the images it reads, in pixels (`ViTConfig::img_size`;
+    /// sizes with the same number of patches build the same layers).
+    #[module(skip)]
+    pub img_size: usize,
 }
 
 /// What [`ViT::forward`] returns.
@@ -363,18 +368,14 @@ impl ViT {
     /// img_size), and every block's attention weights.
     ///
     /// # Panics
-    /// When `x` has another number of channels or size, naming it.
+    /// When `x` has another number of channels, or images of another size
+    /// than `img_size` × `img_size` (even one that makes as many patches),
+    /// naming `x` and both sizes.
     // ANCHOR: vit_forward
     pub fn forward(&self, x: Tensor<4>) -> ViTOutput {
+        self.check_size(&x);
         let patches = self.patch_embedding.forward(x);
         let [batch_size, num_patches, _] = patches.dims();
-        let steps = self.pos_embedding.dims()[1];
-        assert_eq!(
-            num_patches + 1,
-            steps,
-            "`x` makes {num_patches} patches, expected {}",
-            steps - 1
-        );
         let cls = self.cls_token.val().expand([batch_size as i64, -1, -1]);
         let mut x =
             Tensor::cat(vec![cls, patches], 1) + self.pos_embedding.val();
@@ -399,4 +400,60 @@ impl ViT {
         }
     }
     // ANCHOR_END: vit_forward
+
+    /// Panics, naming `x`, unless its images are `img_size` on each side.
+    fn check_size(&self, x: &Tensor<4>) {
+        let [.., height, width] = x.dims();
+        let side = self.img_size;
+        assert!(
+            height == side && width == side,
+            "`x` has shape {:?}: images of {height} × {width} pixels, \
+             expected {side} × {side} (the model's img_size)",
+            x.dims()
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn panic_message(f: impl FnOnce()) -> String {
+        let f = std::panic::AssertUnwindSafe(f);
+        let payload = std::panic::catch_unwind(f).expect_err("a panic");
+        payload
+            .downcast_ref::<String>()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Every size but the configured one is refused by name, even those
+    /// that make the same 16 patches of 7 (and 5 × 5, which makes none).
+    #[test]
+    fn a_vit_reads_only_images_of_its_size() {
+        let device = Device::flex();
+        let vit = ViTConfig::new(28, 7, 8, 16, 2, 1).init(&device);
+        assert_eq!(vit.img_size, 28);
+        let logits = vit.forward(Tensor::zeros([2, 1, 28, 28], &device)).logits;
+        assert_eq!(logits.dims(), [2, 10]);
+        for [h, w] in [[14, 56], [30, 30], [28, 34], [5, 5], [28, 27]] {
+            let x = Tensor::<4>::zeros([1, 1, h, w], &device);
+            let message = panic_message(|| {
+                vit.forward(x);
+            });
+            let expected = format!(
+                "`x` has shape [1, 1, {h}, {w}]: images of {h} × {w} pixels, \
+                 expected 28 × 28"
+            );
+            assert!(message.starts_with(&expected), "{message}");
+        }
+        // 30 with patch 7 builds the same layers as 28, but reads 30 only
+        let vit30 = ViTConfig::new(30, 7, 8, 16, 2, 1).init(&device);
+        assert_eq!(vit30.pos_embedding.dims(), vit.pos_embedding.dims());
+        let x = Tensor::<4>::zeros([1, 1, 30, 30], &device);
+        assert_eq!(vit30.forward(x).logits.dims(), [1, 10]);
+        // PatchEmbedding keeps dropping the pixels past the last patch
+        let x = Tensor::<4>::zeros([1, 1, 30, 30], &device);
+        assert_eq!(vit.patch_embedding.forward(x).dims(), [1, 16, 8]);
+    }
 }
