@@ -9,7 +9,8 @@ mod common;
 use std::collections::HashMap;
 use std::path::Path;
 
-use burn::tensor::{Bool, Device, Shape, Tensor, TensorData};
+use burn::module::{Module, ModuleMapper, Param};
+use burn::tensor::{Bool, DType, Device, Shape, Tensor, TensorData};
 use common::{array, assert_close, devices, float, golden};
 use d2l_attention::device::BackendChoice;
 use d2l_attention::multihead_attention::*;
@@ -280,6 +281,45 @@ fn a_head_whose_keys_are_all_masked_is_uniform_and_finite() {
             "{backend}: {w:?}"
         );
     }
+}
+
+/// Casts every parameter to f16.
+struct ToF16;
+
+impl ModuleMapper for ToF16 {
+    fn map_float<const D: usize>(
+        &mut self,
+        param: Param<Tensor<D>>,
+    ) -> Param<Tensor<D>> {
+        param.map(|t| t.cast(DType::F16))
+    }
+}
+
+/// In f16 too, a row of −∞ in an additive mask is uniform: the scores are
+/// clamped at f16's lowest finite value (d2l's −10⁶ is −∞ there, and the
+/// row would be NaN).
+#[test]
+fn an_additive_mask_of_minus_infinity_is_uniform_in_f16() {
+    let device = Device::flex();
+    let mha = load("per_head_mask", 2, &device).map(&mut ToF16);
+    let f16 = |t: Tensor<3>| t.cast(DType::F16);
+    let bias = Tensor::<3>::full([1, 3, 5], f32::NEG_INFINITY, &device);
+    let out = mha.forward_pytorch(PytorchMhaInput {
+        query: f16(randn([3, 2, 4], 1, &device)),
+        key: f16(randn([5, 2, 4], 2, &device)),
+        value: f16(randn([5, 2, 4], 3, &device)),
+        batch_first: false,
+        key_padding_mask: None,
+        attn_mask: Some(AttnMask::Float(f16(bias))),
+    });
+    let floats = |t: Tensor<3>| {
+        assert_eq!(t.dtype(), DType::F16);
+        t.cast(DType::F32).try_into_vec_as::<f32>().unwrap()
+    };
+    let w = floats(out.attn_weights);
+    assert!(w.iter().all(|&x| (x - 0.2).abs() < 1e-3), "{w:?}");
+    let output = floats(out.attn_output);
+    assert!(output.iter().all(|x| x.is_finite()), "{output:?}");
 }
 
 #[test]

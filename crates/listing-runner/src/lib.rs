@@ -6,8 +6,10 @@
 //! tensor code) decides what is stale and starts this crate's binary when
 //! something is.
 //!
-//! Every file it reads or writes lies under the book's root that it is
-//! given ([`check_root`]), never under the path it was compiled in.
+//! Every file of the book it reads or writes (sources, figures, models,
+//! the BERT that fine-tuning starts from) lies under the book's root that
+//! it is given ([`check_root`]), never under the path it was compiled in;
+//! only the downloaded data sets come from the user's cache, shared.
 
 use std::fs;
 use std::path::{Path, PathBuf};

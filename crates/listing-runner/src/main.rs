@@ -87,13 +87,15 @@ fn main() -> ExitCode {
 const BUILT_FROM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    let root = match cli.root {
-        Some(root) => root,
-        None => book_root()?,
-    };
-    if !matches!(cli.command, Command::Compare { .. }) {
+    // Only render and check read the book: compare runs anywhere.
+    let root = || -> anyhow::Result<PathBuf> {
+        let root = match &cli.root {
+            Some(root) => root.clone(),
+            None => book_root()?,
+        };
         check_root(&root, &[BUILT_FROM, listings::BUILT_FROM])?;
-    }
+        Ok(root)
+    };
     match cli.command {
         Command::Render {
             device,
@@ -102,6 +104,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             report: report_file,
             names,
         } => {
+            let root = root()?;
             let backend = device.map_or_else(BackendChoice::from_env, Ok)?;
             let figures = match figures {
                 Some(folder) => folder,
@@ -130,6 +133,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             fail_on(&failed)
         }
         Command::Check { figures, names } => {
+            let root = root()?;
             let listings = select(&names)?;
             let figures = figures.unwrap_or_else(|| root.join("figures"));
             let problems =

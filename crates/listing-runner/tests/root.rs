@@ -30,3 +30,23 @@ fn a_runner_built_elsewhere_stops_with_a_message() {
     // nothing was written there
     assert_eq!(std::fs::read_dir(other.path()).unwrap().count(), 0);
 }
+
+/// `compare` reads only the two folders it is given: it runs outside any
+/// book (no book.toml above the current folder).
+#[test]
+fn compare_runs_outside_a_book() {
+    let outside = tempfile::tempdir().unwrap();
+    let (a, b) = (outside.path().join("a"), outside.path().join("b"));
+    for dir in [&a, &b] {
+        std::fs::create_dir(dir).unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_listing-runner"))
+        .current_dir(outside.path())
+        .arg("compare")
+        .args([&a, &b])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("agrees with"), "{err}");
+}

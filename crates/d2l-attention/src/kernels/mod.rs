@@ -73,7 +73,8 @@ pub trait AttentionOps: Backend {
 
     /// Softmax along the last axis of `scores` (batch_size, num_queries,
     /// num_keys) with the keys at or past each query's valid length
-    /// counting as [`MASK_VALUE`](crate::attention_scoring::MASK_VALUE):
+    /// counting as [`MASK_VALUE`](crate::attention_scoring::MASK_VALUE)
+    /// (f16: −65504, [`mask_value`](crate::attention_scoring::mask_value)):
     /// d2l's `masked_softmax`. `valid_lens` is
     /// (batch_size, 1) or (batch_size, num_queries), each at most num_keys.
     fn masked_softmax_last(

@@ -5,6 +5,7 @@
 //! trained to predict the next word (GPT).
 
 use std::fmt::Write;
+use std::path::{Path, PathBuf};
 
 use burn::tensor::{Device, Int, Tensor};
 
@@ -13,7 +14,7 @@ use chacha20::ChaCha12Rng;
 use rand::{RngExt, SeedableRng};
 
 use crate::attention_scoring::ValidLens;
-use crate::machine_translation::{Corpus, NmtData, Pairs, cache_dir};
+use crate::machine_translation::{Corpus, NmtData, Pairs};
 use crate::plot::{Diagram, Node, Scale};
 use crate::pretraining::*;
 use crate::seq2seq::{
@@ -191,13 +192,15 @@ fn probes(data: &LmData, n: usize) -> Vec<(Vec<usize>, usize)> {
 
 fn bert_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let (model, data) = bert_run(device, SEED, out)?;
-    save_model(&model, &bert_info(&data), &bert_path())?;
+    save_model(&model, &bert_info(&data), &bert_path(out.root()))?;
     Ok(())
 }
 
-/// Where `pretrain-bert` keeps its trained model for fine-tuning.
-fn bert_path() -> std::path::PathBuf {
-    cache_dir().join("bert-fra-eng-english.bpk")
+/// Where `pretrain-bert` keeps its trained model for fine-tuning: in the
+/// book's `target/` under `root` (ignored by git; each checkout its own),
+/// trained again when missing.
+fn bert_path(root: &Path) -> PathBuf {
+    root.join("target").join("bert-fra-eng-english.bpk")
 }
 
 fn bert_info(data: &LmData) -> ModelInfo {
@@ -495,16 +498,16 @@ pub fn replaced_word_task(
 /// when the file is missing or was made for other data), on `device`.
 fn trained_bert(
     data: &LmData,
-    root: &std::path::Path,
+    root: &Path,
     device: &Device,
 ) -> anyhow::Result<MaskedLm> {
     let init = || MaskedLm::new(&book_lm(data.vocab.len()), device);
-    Ok(match load_model(init(), &bert_info(data), &bert_path()) {
+    Ok(match load_model(init(), &bert_info(data), &bert_path(root)) {
         Ok(model) => model,
         Err(err) => {
             eprintln!("{err}: training it again");
             bert_demo(&device.clone().inner(), &mut Output::new(root))?;
-            load_model(init(), &bert_info(data), &bert_path())?
+            load_model(init(), &bert_info(data), &bert_path(root))?
         }
     })
 }

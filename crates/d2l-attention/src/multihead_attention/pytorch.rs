@@ -21,7 +21,7 @@ use burn::store::pytorch_reader::{PytorchError, PytorchReader};
 use burn::tensor::{Bool, DType, Device, Tensor, TensorData};
 
 use super::*;
-use crate::attention_scoring::{MASK_VALUE, masked_softmax_by, pool};
+use crate::attention_scoring::{mask_value, masked_softmax_by, pool};
 
 /// Why a PyTorch state dict could not become a [`MultiHeadAttention`].
 ///
@@ -298,8 +298,9 @@ impl MultiHeadAttention {
     ///
     /// Masks follow PyTorch's convention (true = hidden). Every hidden
     /// score becomes −10⁶ and every score is at least −10⁶ after the
-    /// additive mask, as in [`masked_softmax_by`]: a query whose keys are
-    /// all hidden gets uniform weights (PyTorch returns NaN there).
+    /// additive mask (in f16, −65504: [`mask_value`]), as in
+    /// [`masked_softmax_by`]: a query whose keys are all hidden gets
+    /// uniform weights (PyTorch returns NaN there).
     ///
     /// # Panics
     /// When a shape does not fit the layer or the inputs, naming the
@@ -367,7 +368,8 @@ impl MultiHeadAttention {
                 });
             }
             Some(AttnMask::Float(bias)) => {
-                scores = (scores + bias.expand(shape)).clamp_min(MASK_VALUE);
+                let fill = mask_value(scores.dtype()); // −∞ counts as hidden
+                scores = (scores + bias.expand(shape)).clamp_min(fill);
             }
             None => {}
         }

@@ -77,6 +77,18 @@ pub enum RegressionError {
         "`sigma` is {0}; a Gaussian kernel's bandwidth must be finite and positive"
     )]
     Bandwidth(f32),
+    /// A query's squared distance to its nearest training input is not a
+    /// finite f32 (the query is NaN or ±∞, or more than about 1.8·10¹⁹
+    /// from every training input), so its Gaussian weights would be NaN.
+    #[error(
+        "`queries`[{query}] = {x} is out of reach: its squared distance to the nearest training input is not a finite f32"
+    )]
+    QueryOutOfRange {
+        /// Index of the query.
+        query: usize,
+        /// Its value.
+        x: f32,
+    },
     /// Training diverged.
     #[error("`w` became {w} at epoch {epoch}; lower the learning rate")]
     Diverged {
@@ -354,15 +366,26 @@ impl Kernel {
 /// The Gaussian kernel's weights for `differences` (n_queries, n_train):
 /// exp(−u²/2σ²) normalised is a softmax of −u²/2σ², computed as
 /// −(u² − u²_min)/2σ² per query, so that the nearest key scores exactly 0
-/// for every σ: its exponential never underflows, and no 0/0 can arise.
-/// 1/2σ² is taken in f64 and capped at `f32::MAX`, so that a σ whose 2σ²
+/// for every σ: its exponential never underflows, and no 0/0 can arise
+/// while u²_min is finite (checked: otherwise the query named by
+/// [`RegressionError::QueryOutOfRange`], read from `queries`). 1/2σ² is
+/// taken in f64 and capped at `f32::MAX`, so that a σ whose 2σ²
 /// underflows in f32 gives the kernel's limit as σ → 0, the mean of the
 /// nearest keys' values, instead of NaN.
-fn gaussian_weights(differences: Tensor<2>, sigma: f32) -> Tensor<2> {
+fn gaussian_weights(
+    differences: Tensor<2>,
+    sigma: f32,
+    queries: &Tensor<1>,
+) -> Result<Tensor<2>, RegressionError> {
     let squared = differences.powi_scalar(2);
     let nearest = squared.clone().min_dim(1); // (n_queries, 1)
+    let host = nearest.clone().try_into_vec_as::<f32>().unwrap_or_default();
+    if let Some(query) = host.iter().position(|d| !d.is_finite()) {
+        let x = queries.clone().narrow(0, query, 1).into_scalar::<f32>();
+        return Err(RegressionError::QueryOutOfRange { query, x });
+    }
     let scale = (0.5 / (sigma as f64).powi(2)).min(f32::MAX as f64) as f32;
-    softmax((squared - nearest) * -scale)
+    Ok(softmax((squared - nearest) * -scale))
 }
 
 /// Nadaraya–Watson regression with any [`Kernel`] (d2l en §11.2.2):
@@ -375,8 +398,10 @@ fn gaussian_weights(differences: Tensor<2>, sigma: f32) -> Tensor<2> {
 /// weights are all zero (a boxcar or Epanechikov kernel with no training
 /// point within distance 1), instead of a NaN prediction;
 /// [`RegressionError::Bandwidth`] for a Gaussian σ that is not finite and
-/// positive; the errors of [`nonparametric_pooling`] for a bad training set.
-/// Any finite positive σ gives finite weights: one so small that 2σ²
+/// positive, [`RegressionError::QueryOutOfRange`] for a query whose squared
+/// distance to every training input overflows f32 (or is NaN); the errors
+/// of [`nonparametric_pooling`] for a bad training set. Otherwise any
+/// finite positive σ gives finite weights: one so small that 2σ²
 /// underflows in f32 weighs the nearest keys equally (the kernel's limit
 /// as σ → 0), one so large that 1/2σ² underflows weighs all keys equally.
 ///
@@ -407,7 +432,7 @@ pub fn nadaraya_watson(
         if !(sigma.is_finite() && sigma > 0.0) {
             return Err(RegressionError::Bandwidth(sigma));
         }
-        gaussian_weights(differences, sigma)
+        gaussian_weights(differences, sigma, &queries)?
     } else {
         let k = kernel.apply(differences);
         let totals = k.clone().sum_dim(1); // (n_queries, 1)
@@ -539,7 +564,8 @@ mod tests {
         let device = Device::flex();
         let u = [[-1.0f32, 0.5, 2.0], [0.0, 3.0, -0.25]];
         let differences = Tensor::<2>::from_floats(u, &device);
-        let weights = gaussian_weights(differences, 0.7);
+        let queries = Tensor::<1>::zeros([2], &device);
+        let weights = gaussian_weights(differences, 0.7, &queries).unwrap();
         let weights = weights.try_into_vec_as::<f32>().unwrap();
         for (row, got) in u.iter().zip(weights.chunks(3)) {
             let k: Vec<f64> = row
@@ -551,5 +577,30 @@ mod tests {
                 assert!((k / total - *w as f64).abs() < 1e-6, "{got:?}");
             }
         }
+    }
+
+    /// A query that is NaN, ±∞, or so far from every training input that
+    /// u² overflows f32 is refused by name, instead of NaN weights.
+    #[test]
+    fn a_query_out_of_f32_reach_is_named() {
+        let device = Device::flex();
+        let x = Tensor::<1>::from_floats([0.0, 1.0], &device);
+        let y = Tensor::<1>::from_floats([1.0, 3.0], &device);
+        let kernel = Kernel::Gaussian { sigma: 1.0 };
+        for far in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 2e19] {
+            let queries = Tensor::<1>::from_floats([0.5, far], &device);
+            let err =
+                nadaraya_watson(x.clone(), y.clone(), queries, kernel).unwrap_err();
+            let RegressionError::QueryOutOfRange { query: 1, x } = err else {
+                panic!("{far}: {err:?}");
+            };
+            assert!(x.is_nan() == far.is_nan() && (far.is_nan() || x == far));
+            assert!(err.to_string().starts_with("`queries`[1] = "), "{err}");
+        }
+        // 1e19 from both keys (a tie in f32): u² ≈ 1e38 is still finite,
+        // and the weights are ½ each.
+        let queries = Tensor::<1>::from_floats([1e19], &device);
+        let (y_hat, _) = nadaraya_watson(x, y, queries, kernel).unwrap();
+        assert_eq!(floats(y_hat), [2.0]);
     }
 }

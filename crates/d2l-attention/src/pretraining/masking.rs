@@ -58,7 +58,7 @@ pub fn mask_tokens(
     vocab_len: usize,
     rng: &mut impl Rng,
 ) -> MlmExample {
-    if let Err(e) = check_words(words, vocab_len) {
+    if let Err(e) = check_words(words, "`words`", vocab_len) {
         panic!("{e}");
     }
     let mut tokens = Vec::with_capacity(words.len() + 2);
@@ -90,13 +90,15 @@ pub fn mask_tokens(
 // ANCHOR_END: mask_tokens
 
 /// What [`mask_tokens`] accepts: some words, each `<unk>` or a word of a
-/// vocabulary that holds one; else what is wrong, naming the argument.
+/// vocabulary that holds one; else what is wrong, naming the argument as
+/// `name` (such as "`words`").
 pub(crate) fn check_words(
     words: &[usize],
+    name: &str,
     vocab_len: usize,
 ) -> Result<(), String> {
     if words.is_empty() {
-        return Err("`words` is empty".into());
+        return Err(format!("{name} is empty"));
     }
     if vocab_len <= FIRST_WORD {
         return Err(format!(
@@ -106,7 +108,7 @@ pub(crate) fn check_words(
     let word = |w: usize| w == 0 || (FIRST_WORD..vocab_len).contains(&w);
     match words.iter().enumerate().find(|&(_, &w)| !word(w)) {
         Some((i, w)) => Err(format!(
-            "`words` holds {w} at position {i}: a word is <unk> (0) or an \
+            "{name} holds {w} at position {i}: a word is <unk> (0) or an \
              index in {FIRST_WORD}..{vocab_len}, never a reserved token"
         )),
         None => Ok(()),

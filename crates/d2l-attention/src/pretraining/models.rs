@@ -35,7 +35,7 @@ pub trait LanguageModel: Scores {
     /// # Panics
     /// For a masked model, when a sentence is empty or holds a reserved
     /// token other than `<unk>` ([`mask_tokens`]'s rule; the message names
-    /// `sentences` and the sentence).
+    /// the sentence, as `sentences`[i]).
     fn batches(
         sentences: &[Vec<usize>],
         vocab_len: usize,
@@ -202,8 +202,8 @@ impl LanguageModel for MaskedLm {
         device: &Device,
     ) -> Vec<LmBatch> {
         for (i, s) in sentences.iter().enumerate() {
-            if let Err(e) = check_words(s, vocab_len) {
-                panic!("`sentences`: sentence {i}: {e}");
+            if let Err(e) = check_words(s, &format!("`sentences`[{i}]"), vocab_len) {
+                panic!("{e}");
             }
         }
         let mut rng = ChaCha12Rng::seed_from_u64(seed);
