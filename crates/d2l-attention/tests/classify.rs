@@ -4,6 +4,8 @@
 //! channel (PyTorch: "Expected more than 1 value per channel when
 //! training").
 
+mod common;
+
 use burn::module::Module;
 use burn::tensor::Device;
 use d2l_attention::classify::*;
@@ -16,6 +18,21 @@ fn images(labels: &[u8]) -> Images {
         pixels: vec![128; 784 * labels.len()],
         labels: labels.to_vec(),
     }
+}
+
+/// One epoch of `model` on `labels`' images (train and test alike) in
+/// batches of `batch_size`.
+fn one_epoch<M: ImageClassifier>(
+    model: M,
+    labels: &[u8],
+    batch_size: usize,
+    device: &Device,
+) -> Result<M, ClassifyError> {
+    let data = images(labels);
+    let config = ClassifierTrainConfig::new()
+        .with_num_epochs(1)
+        .with_batch_size(batch_size);
+    train_classifier(model, &data, &data, &config, device, |_| {})
 }
 
 fn invalid(err: ClassifyError) -> (&'static str, String) {
@@ -62,14 +79,9 @@ fn labels_past_the_classes_are_refused_before_training() {
         .init(&device);
     assert_eq!(resnet.num_classes(), 3);
     let plain = vit.valid();
-    let evaluated = || evaluate(&plain, &bad, 2, &Device::flex());
-    let payload =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(evaluated))
-            .expect_err("a panic");
-    let message = payload
-        .downcast_ref::<String>()
-        .cloned()
-        .unwrap_or_default();
+    let message = common::panic_message(|| {
+        evaluate(&plain, &bad, 2, &Device::flex());
+    });
     assert!(
         message.contains("`images`") && message.contains("label 5"),
         "{message}"
@@ -85,43 +97,29 @@ fn a_batch_norm_with_one_value_per_channel_is_refused() {
         .init(&device);
     assert_eq!(resnet18.last_map([28, 28]), [1, 1]);
     assert_eq!(resnet18.batch_norm_values(28, 28), Some(1));
-    let config = ClassifierTrainConfig::new().with_num_epochs(1);
-    let three = images(&[0, 1, 2]);
-    let one = config.clone().with_batch_size(1);
-    let err = train_classifier(
-        resnet18.clone(),
-        &three,
-        &three,
-        &one,
-        &device,
-        |_| {},
+    let (arg, reason) = invalid(
+        one_epoch(resnet18.clone(), &[0, 1, 2], 1, &device).unwrap_err(),
     );
-    let (arg, reason) = invalid(err.unwrap_err());
     assert_eq!(arg, "batch_size");
     assert!(reason.contains("one value per channel"), "{reason}");
     // 3 images in batches of 2: the last batch holds one image
-    let two = config.clone().with_batch_size(2);
-    let err = train_classifier(
-        resnet18.clone(),
-        &three,
-        &three,
-        &two,
-        &device,
-        |_| {},
+    assert_eq!(
+        invalid(
+            one_epoch(resnet18.clone(), &[0, 1, 2], 2, &device).unwrap_err()
+        )
+        .0,
+        "train"
     );
-    assert_eq!(invalid(err.unwrap_err()).0, "train");
     // 4 images in batches of 2 train
-    let four = images(&[0, 1, 2, 3]);
-    train_classifier(resnet18, &four, &four, &two, &device, |_| {}).unwrap();
+    one_epoch(resnet18, &[0, 1, 2, 3], 2, &device).unwrap();
     // the chapter's ResNet ends on 2 × 2 maps: 4 values per channel from
     // one image, which PyTorch normalises too, so a batch of one trains
     let chapter =
         ResNetConfig::new(16, vec![(1, 16), (1, 32), (1, 64)]).init(&device);
     assert_eq!(chapter.last_map([28, 28]), [2, 2]);
-    let single = images(&[3]);
-    train_classifier(chapter, &single, &single, &one, &device, |_| {}).unwrap();
+    one_epoch(chapter, &[3], 1, &device).unwrap();
     // a ViT has no batch normalisation
     let vit = ViTConfig::new(28, 14, 8, 16, 2, 1).init(&device);
     assert_eq!(vit.batch_norm_values(28, 28), None);
-    train_classifier(vit, &single, &single, &one, &device, |_| {}).unwrap();
+    one_epoch(vit, &[3], 1, &device).unwrap();
 }

@@ -224,7 +224,10 @@ fn masking_picks_unk_as_a_word_and_refuses_other_reserved_tokens() {
     let message = common::panic_message(|| {
         MaskedLm::batches(&sentences, 20, 2, 0, &device);
     });
-    assert!(message.starts_with("`sentences`[1] holds 1 at"), "{message}");
+    assert!(
+        message.starts_with("`sentences`[1] holds 1 at"),
+        "{message}"
+    );
     assert!(message.contains("holds 1 at position 0"), "{message}");
 }
 
