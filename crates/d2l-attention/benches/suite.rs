@@ -6,6 +6,10 @@
 //! Run: `cargo bench -p d2l-attention --bench suite [-- OPTIONS]` (see
 //! `--help`). Ours runs on flex, and on libtorch too in a `tch` build;
 //! PyTorch runs from the virtualenv of the README's libtorch section.
+//!
+//! The scaled dot-product items are timed against PyTorch's fused kernel
+//! too, and the long ones' peak memory is measured at the end, each side
+//! and item in a fresh process (`--memory ITEM` is that process on ours).
 
 mod common;
 
@@ -14,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use anyhow::{Context, bail};
+use burn::nn::DropoutConfig;
 use burn::tensor::{Device, Tensor};
 use common::median_seconds;
 use d2l_attention::BackendChoice;
@@ -22,10 +27,13 @@ use d2l_attention::classify::{ClassifierTrainConfig, train_classifier};
 use d2l_attention::fashion_mnist::{
     FashionMnist, Images, Source, cache_dir, load_fashion_mnist,
 };
+use d2l_attention::kernels::{AttentionMask, attention};
 use d2l_attention::machine_translation::{Corpus, NmtData};
 use d2l_attention::multihead_attention::MultiHeadAttentionConfig;
 use d2l_attention::nadaraya_watson::{Dataset, NWKernelRegression, train};
-use d2l_attention::performance::{ITEMS, Measured, Run, Unit, item, median};
+use d2l_attention::performance::{
+    ITEMS, MEMORY_ITEMS, Measured, PeakBytes, Run, Unit, item, median,
+};
 use d2l_attention::random::randn;
 use d2l_attention::seq2seq::{
     Decoder, Encoder, EncoderDecoder, TrainConfig, train_seq2seq,
@@ -76,6 +84,11 @@ struct Args {
     /// a relative path counts from where the command was typed.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Print the peak memory of one call of this item (one of the long
+    /// scaled dot-product items) on our side, fused and unfused, as one
+    /// JSON line, and stop (what the full run starts for each of them).
+    #[arg(long, value_name = "ITEM")]
+    memory: Option<String>,
     /// Added by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -116,23 +129,21 @@ fn measure(id: &str, device: &Device, s: &Setup) -> anyhow::Result<f64> {
                 sync,
             )
         }
-        "sdpa_demo" | "sdpa" => {
-            let (b, q, k, d, v, valid) = if id == "sdpa" {
-                (256, 128, 128, 64, 64, lens(256))
-            } else {
-                (2, 1, 10, 2, 4, vec![2, 6])
-            };
-            let queries = randn([b, q, d], 1, device);
-            let keys = randn([b, k, d], 2, device);
-            let values = randn([b, k, v], 3, device);
-            let valid_lens = ValidLens::new(&valid, device);
+        "sdpa_demo" => {
+            let queries = randn([2, 1, 2], 1, device);
+            let keys = randn([2, 10, 2], 2, device);
+            let values = randn([2, 10, 4], 3, device);
+            let valid_lens = ValidLens::new(&[2, 6], device);
             let attention = DotProductAttentionConfig::new().init();
-            let reps = if id == "sdpa" { 1 } else { 100 };
             let forward = || {
                 let (q, k, v) = (queries.clone(), keys.clone(), values.clone());
                 drop(attention.forward(q, k, v, Some(&valid_lens)));
             };
-            median_seconds((warmup, runs, reps), forward, sync)
+            median_seconds((warmup, runs, 100), forward, sync)
+        }
+        "sdpa" | "sdpa_fwd_bwd" => sdpa(device, s, id == "sdpa_fwd_bwd"),
+        "sdpa_long_fwd" | "sdpa_long_fwd_bwd" => {
+            long(device, s, id == "sdpa_long_fwd_bwd")
         }
         "mha_fwd" | "mha_fwd_bwd" => {
             let backward = id == "mha_fwd_bwd";
@@ -177,6 +188,174 @@ fn measure(id: &str, device: &Device, s: &Setup) -> anyhow::Result<f64> {
         "vit" => per_image(device, s)?,
         _ => bail!("unknown item `{id}`"),
     })
+}
+
+/// The device of a forward item, or its autodiff device for a forward
+/// and backward one.
+fn for_pass(device: &Device, backward: bool) -> Device {
+    match backward {
+        true => device.clone().autodiff(),
+        false => device.clone(),
+    }
+}
+
+/// `shape` drawn from seed `seed`, requiring its gradient when `backward`.
+fn input<const D: usize>(
+    shape: [usize; D],
+    seed: u64,
+    device: &Device,
+    backward: bool,
+) -> Tensor<D> {
+    let x = randn(shape, seed, device);
+    if backward { x.require_grad() } else { x }
+}
+
+/// d2l's `DotProductAttention` at (256, 128, 64) with valid lengths in
+/// [64, 128]: forward, or forward and backward of the output's sum.
+fn sdpa(device: &Device, s: &Setup, backward: bool) -> f64 {
+    let device = &for_pass(device, backward);
+    let [q, k, v] =
+        [1, 2, 3].map(|seed| input([256, 128, 64], seed, device, backward));
+    let valid_lens = ValidLens::new(&lens(256), device);
+    let layer = DotProductAttentionConfig::new().init();
+    let step = || {
+        let (q, k, v) = (q.clone(), k.clone(), v.clone());
+        let output = layer.forward(q, k, v, Some(&valid_lens)).output;
+        if backward {
+            drop(output.sum().backward());
+        }
+    };
+    let sync = || device.sync().expect("the device computes");
+    median_seconds((s.runs.0, s.runs.1, 1), step, sync)
+}
+
+/// The long items' problem: one sequence, 8 heads, 4,096 tokens of 64
+/// features.
+const LONG: [usize; 4] = [1, 8, 4096, 64];
+
+/// The library's fused attention on [`LONG`], causal: forward, or forward
+/// and backward of the output's sum.
+fn long(device: &Device, s: &Setup, backward: bool) -> f64 {
+    let device = &for_pass(device, backward);
+    let [q, k, v] = [1, 2, 3].map(|seed| input(LONG, seed, device, backward));
+    let dropout = DropoutConfig::new(0.0).init();
+    let step = || {
+        let (q, k, v) = (q.clone(), k.clone(), v.clone());
+        let output = attention(q, k, v, AttentionMask::Causal, &dropout);
+        if backward {
+            drop(output.sum().backward());
+        }
+    };
+    let sync = || device.sync().expect("the device computes");
+    median_seconds((s.runs.0, s.runs.1, 1), step, sync)
+}
+
+/// A field of /proc/self/status in bytes (its figures are kB).
+fn status_bytes(field: &str) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let line = status.lines().find(|l| l.starts_with(field));
+    let kb = line.and_then(|l| l.split_whitespace().nth(1));
+    let kb: u64 = kb
+        .with_context(|| format!("no {field} in /proc/self/status"))?
+        .parse()?;
+    Ok(kb * 1024)
+}
+
+/// This process's VmHWM after `f` minus its VmRSS before it, the
+/// high-water mark reset first (Linux's /proc/self/clear_refs), as
+/// `bench_pytorch.py --memory` counts PyTorch's.
+fn peak_bytes(f: impl FnOnce()) -> anyhow::Result<u64> {
+    std::fs::write("/proc/self/clear_refs", "5")
+        .context("resetting the peak memory (/proc/self/clear_refs)")?;
+    let before = status_bytes("VmRSS:")?;
+    f();
+    Ok(status_bytes("VmHWM:")?.saturating_sub(before))
+}
+
+/// Peak bytes of one call of long item `id` on `device`: the fused
+/// operation, then d2l's form (the heads folded into the batch,
+/// `DotProductAttention` with per-query valid lengths 1 … 4,096, as d2l's
+/// decoder masks).
+fn our_peaks(id: &str, device: &Device) -> anyhow::Result<(u64, u64)> {
+    let backward = id == "sdpa_long_fwd_bwd";
+    let device = &for_pass(device, backward);
+    let [q, k, v] = [1, 2, 3].map(|seed| input(LONG, seed, device, backward));
+    let sync = || device.sync().expect("the device computes");
+    let finish = |output: Tensor<3>| {
+        if backward {
+            drop(output.sum().backward());
+        }
+        sync();
+    };
+    let dropout = DropoutConfig::new(0.0).init();
+    let (qc, kc, vc) = (q.clone(), k.clone(), v.clone());
+    let fused = peak_bytes(|| {
+        let output = attention(qc, kc, vc, AttentionMask::Causal, &dropout);
+        finish(output.reshape([8, 4096, 64]));
+    })?;
+    let rows: Vec<Vec<usize>> = (0..8).map(|_| (1..=4096).collect()).collect();
+    let valid_lens = ValidLens::per_query(&rows, device);
+    let layer = DotProductAttentionConfig::new().init();
+    let fold = |x: Tensor<4>| x.reshape([8, 4096, 64]);
+    let unfused = peak_bytes(|| {
+        let output =
+            layer.forward(fold(q), fold(k), fold(v), Some(&valid_lens));
+        finish(output.output);
+    })?;
+    Ok((fused, unfused))
+}
+
+/// The peak memory of long item `id` on `backend`: ours from a fresh run
+/// of this program (`--memory`), PyTorch's from a fresh `bench_pytorch.py
+/// --memory`.
+fn peaks(
+    id: &str,
+    backend: BackendChoice,
+    python: &Path,
+    args: &Args,
+    threads: usize,
+) -> anyhow::Result<PeakBytes> {
+    let ours = Command::new(std::env::current_exe()?)
+        .args(["--memory", id, "--device", &backend.to_string()])
+        .args(["--threads", &threads.to_string()])
+        .stderr(Stdio::inherit())
+        .output()?;
+    if !ours.status.success() {
+        bail!("`suite --memory {id}` failed (its error is above)");
+    }
+    let ours: serde_json::Value = serde_json::from_slice(&ours.stdout)?;
+    let device = torch_device(backend);
+    let mut torch =
+        PyTorch::start(python, args, Some(threads), &device, None, None, true)?;
+    let theirs = torch.answer(id)?;
+    let bytes = |v: &serde_json::Value, key: &str| {
+        v[key]
+            .as_u64()
+            .with_context(|| format!("no `{key}` in {v}"))
+    };
+    Ok(PeakBytes {
+        ours: bytes(&ours, "ours")?,
+        ours_unfused: bytes(&ours, "ours_unfused")?,
+        pytorch: bytes(&theirs, "peak_bytes")?,
+        pytorch_fused: bytes(&theirs, "fused_peak_bytes")?,
+    })
+}
+
+/// `--memory ITEM`: our peaks of one call, printed as one JSON line.
+fn memory_mode(id: &str, args: &Args) -> anyhow::Result<()> {
+    if !MEMORY_ITEMS.contains(&id) {
+        bail!("--memory: `{id}` is not one of {}", MEMORY_ITEMS.join(", "));
+    }
+    if let Some(threads) = args.threads {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads as usize)
+            .build_global()?;
+    }
+    let backend = args.devices.first().copied().unwrap_or_default();
+    let (ours, ours_unfused) = our_peaks(id, &backend.device()?)?;
+    let answer = serde_json::json!({"item": id, "ours": ours, "ours_unfused": ours_unfused});
+    println!("{answer}");
+    Ok(())
 }
 
 /// Trains `model` for the set epochs on d2l's 600 pairs as the chapters
@@ -226,6 +405,13 @@ fn per_image(device: &Device, s: &Setup) -> anyhow::Result<f64> {
     Ok(median(&per_image[1..]))
 }
 
+/// PyTorch's figures of one item and round.
+struct Theirs {
+    seconds: f64,
+    fused: Option<f64>,
+    backend: Option<String>,
+}
+
 /// `bench_pytorch.py`, running, answering one item id at a time.
 struct PyTorch {
     child: Child,
@@ -247,6 +433,7 @@ impl PyTorch {
         device: &str,
         corpus: Option<&Path>,
         fashion_mnist: Option<&Path>,
+        memory: bool,
     ) -> anyhow::Result<Self> {
         let script =
             concat!(env!("CARGO_MANIFEST_DIR"), "/python/bench_pytorch.py");
@@ -274,6 +461,9 @@ impl PyTorch {
         if let Some(folder) = fashion_mnist {
             command.arg("--fashion-mnist").arg(folder);
         }
+        if memory {
+            command.arg("--memory");
+        }
         let mut child = command.spawn().with_context(|| {
             format!(
                 "cannot run `{}`: install PyTorch 2.9.0 as the README's libtorch section says, \
@@ -292,12 +482,28 @@ impl PyTorch {
         })
     }
 
-    fn measure(&mut self, id: &str) -> anyhow::Result<f64> {
+    /// The script's answer for item `id`.
+    fn answer(&mut self, id: &str) -> anyhow::Result<serde_json::Value> {
         writeln!(self.stdin, "{id}")?;
         self.stdin.flush()?;
         let answer = read_json(&mut self.stdout)?;
-        answer["seconds"].as_f64().with_context(|| {
+        if let Some(error) = answer.get("error") {
+            bail!("bench_pytorch.py answered `{id}` with an error: {error}");
+        }
+        Ok(answer)
+    }
+
+    /// Item `id`'s seconds per operation, and its fused kernel's seconds
+    /// and name where the item has them.
+    fn measure(&mut self, id: &str) -> anyhow::Result<Theirs> {
+        let answer = self.answer(id)?;
+        let seconds = answer["seconds"].as_f64().with_context(|| {
             format!("bench_pytorch.py answered {answer} for `{id}`")
+        })?;
+        Ok(Theirs {
+            seconds,
+            fused: answer["fused_seconds"].as_f64(),
+            backend: answer["fused_backend"].as_str().map(str::to_owned),
         })
     }
 }
@@ -347,6 +553,45 @@ fn cpu() -> String {
     }
 }
 
+/// The CPU's vendor, family and model numbers (/proc/cpuinfo) and its
+/// cache sizes (cpu0's, from /sys), e.g. "AuthenticAMD family 25 model 17;
+/// L1d 32K, L1i 32K, L2 1024K, L3 32768K" (empty elsewhere).
+fn cpu_id() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        info.lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
+            .and_then(|l| l.split(':').nth(1))
+            .map_or(String::new(), |v| v.trim().to_owned())
+    };
+    let read = |path: String| {
+        std::fs::read_to_string(path)
+            .ok()
+            .map(|s| s.trim().to_owned())
+    };
+    let caches: Vec<String> = (0..8)
+        .filter_map(|i| {
+            let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+            let level = read(format!("{dir}/level"))?;
+            let kind = match read(format!("{dir}/type"))?.as_str() {
+                "Data" => "d",
+                "Instruction" => "i",
+                _ => "",
+            };
+            Some(format!("L{level}{kind} {}", read(format!("{dir}/size"))?))
+        })
+        .collect();
+    let vendor = field("vendor_id");
+    if vendor.is_empty() {
+        return String::new();
+    }
+    let (family, model) = (field("cpu family"), field("model"));
+    format!(
+        "{vendor} family {family} model {model}; {}",
+        caches.join(", ")
+    )
+}
+
 /// The version of `package` in the workspace's Cargo.lock.
 fn locked_version(package: &str) -> String {
     let lock = std::fs::read_to_string(concat!(
@@ -391,6 +636,9 @@ fn json_path(given: &Path) -> anyhow::Result<PathBuf> {
 
 fn main() -> anyhow::Result<()> {
     let args: Args = clap::Parser::parse();
+    if let Some(id) = &args.memory {
+        return memory_mode(id, &args);
+    }
     let json = args.json.as_deref().map(json_path).transpose()?;
     let backends = if args.devices.is_empty() {
         BackendChoice::compiled_cpu_backends()
@@ -460,6 +708,7 @@ fn main() -> anyhow::Result<()> {
                 &name,
                 path,
                 split.as_deref(),
+                false,
             )?;
             torch.push((name, started));
         }
@@ -504,35 +753,56 @@ fn main() -> anyhow::Result<()> {
                     .find(|(n, _)| *n == torch_device(*backend))
                     .expect("started above");
                 let theirs = py.measure(id)?;
-                eprint!(" {backend} {ours:.3e} s, PyTorch {theirs:.3e} s;");
+                eprint!(
+                    " {backend} {ours:.3e} s, PyTorch {:.3e} s;",
+                    theirs.seconds
+                );
                 let name = backend.to_string();
-                match results
-                    .iter_mut()
-                    .find(|m| m.item == *id && m.backend == name)
-                {
-                    Some(m) => {
-                        m.ours.push(ours);
-                        m.pytorch.push(theirs);
-                    }
-                    None => results.push(Measured {
-                        item: id.to_string(),
-                        backend: name,
-                        ours: vec![ours],
-                        pytorch: vec![theirs],
-                    }),
-                }
+                let at = results
+                    .iter()
+                    .position(|m| m.item == *id && m.backend == name)
+                    .unwrap_or_else(|| {
+                        results.push(Measured {
+                            item: id.to_string(),
+                            backend: name,
+                            ours: vec![],
+                            pytorch: vec![],
+                            pytorch_fused: vec![],
+                            pytorch_fused_backend: None,
+                            peak_bytes: None,
+                        });
+                        results.len() - 1
+                    });
+                let m = &mut results[at];
+                m.ours.push(ours);
+                m.pytorch.push(theirs.seconds);
+                m.pytorch_fused.extend(theirs.fused);
+                m.pytorch_fused_backend = theirs.backend;
             }
             eprintln!();
         }
     }
-    let hello = &torch[0].1.hello;
+    let hello = torch[0].1.hello.clone();
+    let gpu = torch
+        .iter()
+        .find_map(|(_, t)| t.hello["gpu"].as_str().map(str::to_owned));
+    drop(torch);
+    for m in &mut results {
+        let backend: BackendChoice = m.backend.parse()?;
+        if MEMORY_ITEMS.contains(&m.item.as_str())
+            && !matches!(backend, BackendChoice::LibTorchCuda(_))
+        {
+            eprintln!("peak memory of {} on {backend}", m.item);
+            m.peak_bytes =
+                Some(peaks(&m.item, backend, &python, &args, threads)?);
+        }
+    }
     let run = Run {
         date: hello["date"].as_str().unwrap_or("unknown").to_owned(),
         commit: commit(),
         cpu: cpu(),
-        gpu: torch
-            .iter()
-            .find_map(|(_, t)| t.hello["gpu"].as_str().map(str::to_owned)),
+        cpu_id: cpu_id(),
+        gpu,
         threads,
         burn: locked_version("burn"),
         torch: hello["torch"].as_str().unwrap_or("unknown").to_owned(),

@@ -20,6 +20,26 @@ Items (the suite's ids):
   transformer   the Transformer chapter's training (d2l zh 10.7.6), per token
   vit           the vision Transformer chapter's training (d2l en 11.8.4) on
                 its 10,000 Fashion-MNIST training images, per image
+  sdpa_fwd_bwd  sdpa, forward and backward of output.sum()
+  sdpa_long_fwd d2l's DotProductAttention on one sequence of 4,096 tokens,
+                8 heads (folded into the batch) of 64 features, causal
+                (per-query valid lengths 1 ... 4,096, as d2l's decoder)
+  sdpa_long_fwd_bwd  the same, forward and backward
+
+The scaled dot-product items (sdpa and the last three) also time PyTorch's
+own fused kernel, torch.nn.functional.scaled_dot_product_attention on the
+same problem with q, k, v contiguous (batch, heads, n, 64), the valid
+lengths as a boolean mask (batch, 1, 1, n) (True = attend) or is_causal,
+dropout 0, inside sdpa_kernel(SDPBackend.FLASH_ATTENTION), so that the
+figure is the flash kernel's or an error; the answer names the kernel the
+profiler saw ("fused_backend").
+
+With --memory, an item's answer is instead the peak memory of one call of
+each form, d2l's code ("peak_bytes") and the fused kernel
+("fused_peak_bytes"): the process's VmHWM after the call minus its VmRSS
+before it, the high-water mark reset first by writing 5 to
+/proc/self/clear_refs (Linux; the suite runs each memory item in a fresh
+process).
 
 Forward items run under torch.no_grad() (ours run on a device without
 autodiff); every figure is the median of several runs after warm-up runs
@@ -62,6 +82,7 @@ warnings.filterwarnings("ignore", message="Converting a tensor with requires_gra
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from d2l_reference import (  # noqa: E402
     DotProductAttention,
@@ -121,13 +142,76 @@ def sdpa_demo(device, args):
                               device, args.warmup, args.runs, reps=100)
 
 
-def sdpa(device, args):
-    q, k, v = (torch.randn(256, 128, 64, device=device) for _ in range(3))
-    valid_lens = lens(256, device)
-    attention = DotProductAttention(dropout=0.0).to(device).eval()
-    with torch.no_grad():
-        return median_seconds(lambda: attention(q, k, v, valid_lens), device,
-                              args.warmup, args.runs)
+def attention_pair(shape, causal, backward):
+    """d2l's DotProductAttention (heads folded into the batch) and PyTorch's
+    fused kernel on one problem: two functions of no argument, each one
+    forward (and backward) pass."""
+    def make(device):
+        batch, heads, n, d = shape
+        q, k, v = (torch.randn(batch, heads, n, d, device=device, requires_grad=backward)
+                   for _ in range(3))
+        if causal:
+            valid = torch.arange(1, n + 1, device=device).repeat(batch * heads, 1)
+            options = {"is_causal": True}
+        else:
+            per_sequence = lens(batch, device)
+            valid = per_sequence.repeat_interleave(heads)
+            attend = torch.arange(n, device=device)[None, :] < per_sequence[:, None]
+            options = {"attn_mask": attend[:, None, None, :]}
+        attention = DotProductAttention(dropout=0.0).to(device).eval()
+
+        def fold(x):
+            return x.reshape(batch * heads, n, d)
+
+        def run(forward):
+            def call():
+                if not backward:
+                    with torch.no_grad():
+                        return forward()
+                for x in (q, k, v):
+                    x.grad = None
+                forward().sum().backward()
+            return call
+
+        def fused():
+            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                return F.scaled_dot_product_attention(q, k, v, **options)
+
+        return run(lambda: attention(fold(q), fold(k), fold(v), valid)), run(fused)
+    return make
+
+
+def fused_backend(f):
+    """The scaled dot-product kernel the profiler sees in one call of f."""
+    with torch.profiler.profile() as prof:
+        f()
+    names = [e.key for e in prof.key_averages() if e.key.startswith("aten::_scaled_dot_product")]
+    return names[0] if names else "none"
+
+
+def peak_bytes(f):
+    """VmHWM after one call of f minus VmRSS before it, the mark reset first."""
+    def status(field):
+        with open("/proc/self/status") as lines:
+            return next(int(l.split()[1]) * 1024 for l in lines if l.startswith(field))
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")
+    before = status("VmRSS:")
+    f()
+    return status("VmHWM:") - before
+
+
+def attention_item(shape, causal, backward):
+    make = attention_pair(shape, causal, backward)
+
+    def item(device, args):
+        d2l, fused = make(device)
+        if args.memory:
+            return {"peak_bytes": peak_bytes(d2l), "fused_peak_bytes": peak_bytes(fused)}
+        time_of = lambda f: median_seconds(f, device, args.warmup, args.runs)  # noqa: E731
+        return {"seconds": time_of(d2l), "fused_seconds": time_of(fused),
+                "fused_backend": fused_backend(fused)}
+    return item
 
 
 def mha(backward):
@@ -390,13 +474,16 @@ ITEMS = {
     "gemm_square": gemm(2048, 2048, 2048),
     "gemm_proj": gemm(4096, 512, 512),
     "sdpa_demo": sdpa_demo,
-    "sdpa": sdpa,
+    "sdpa": attention_item((256, 1, 128, 64), causal=False, backward=False),
     "mha_fwd": mha(backward=False),
     "mha_fwd_bwd": mha(backward=True),
     "nw_epoch": nw_epoch,
     "bahdanau": training(Bahdanau),
     "transformer": training(Transformer),
     "vit": vit,
+    "sdpa_fwd_bwd": attention_item((256, 1, 128, 64), causal=False, backward=True),
+    "sdpa_long_fwd": attention_item((1, 8, 4096, 64), causal=True, backward=False),
+    "sdpa_long_fwd_bwd": attention_item((1, 8, 4096, 64), causal=True, backward=True),
 }
 
 
@@ -415,6 +502,8 @@ def main():
     parser.add_argument("--device", default="cpu", help="cpu or cuda:N")
     parser.add_argument("--warmup", type=count, default=2, help="untimed runs first")
     parser.add_argument("--runs", type=count, default=7)
+    parser.add_argument("--memory", action="store_true",
+                        help="answer the peak memory of the scaled dot-product items instead")
     parser.add_argument("--epochs", type=count, default=20,
                         help="epochs of each training (the first is the warm-up)")
     parser.add_argument("--corpus", default=os.path.join(os.environ.get("D2L_DATA_DIR", ""),
@@ -446,8 +535,10 @@ def main():
             print(json.dumps({"item": item, "error": f"unknown item; items: {', '.join(ITEMS)}"}),
                   flush=True)
             continue
-        seconds = ITEMS[item](device, args)
-        print(json.dumps({"item": item, "seconds": seconds}), flush=True)
+        answer = ITEMS[item](device, args)
+        if not isinstance(answer, dict):
+            answer = {"seconds": answer}
+        print(json.dumps({"item": item, **answer}), flush=True)
 
 
 if __name__ == "__main__":

@@ -522,6 +522,57 @@ def case_i():
     })
 
 
+# ------------------------------------------------------------------ case l
+def case_l():
+    """torch.nn.functional.scaled_dot_product_attention, forward and backward."""
+    import torch.nn.functional as F
+    torch.manual_seed(23)
+    B, H, L, S, E, Ev = 2, 4, 5, 6, 8, 3
+
+    def inputs(kv_heads, length):
+        q = torch.randn(B, H, L if length is None else length, E)
+        k = torch.randn(B, kv_heads, S if length is None else length, E)
+        v = torch.randn(B, kv_heads, S if length is None else length, Ev)
+        r = torch.randn(B, H, q.shape[2], Ev)
+        return q, k, v, r
+
+    def run(q, k, v, r, dt, **options):
+        q, k, v = (x.to(dt).requires_grad_() for x in (q, k, v))
+        out = F.scaled_dot_product_attention(q, k, v, **options)
+        (out * r.to(dt)).sum().backward()
+        return out.detach(), q.grad, k.grad, v.grad
+
+    lens = torch.tensor([3, 6])
+    attend = torch.arange(S)[None, :] < lens[:, None]  # (B, S), True = attend
+    subcases = {
+        "valid_lens": (inputs(H, None), {"attn_mask": attend[:, None, None, :]}, {"valid_lens": t(lens)}),
+        "causal": (inputs(H, S), {"is_causal": True}, {}),
+        "gqa": (inputs(2, None), {"enable_gqa": True}, {}),
+    }
+    out = {}
+    drift = 0.0
+    for name, ((q, k, v, r), options, extra) in subcases.items():
+        r64 = run(q, k, v, r, F64, **options)
+        r32 = run(q, k, v, r, torch.float32, **options)
+        drift = max(drift, max(maxdiff(a, b) for a, b in zip(r32, r64)))
+        o, dq, dk, dv = r64
+        out[name] = {"queries": t(q), "keys": t(k), "values": t(v), "r": t(r),
+                     "output": t(o), "dq": t(dq), "dk": t(dk), "dv": t(dv), **extra}
+    write("fused_attention.json", {
+        "description": (
+            "torch.nn.functional.scaled_dot_product_attention (scale 1/sqrt(E), dropout 0) in "
+            "float64 on inputs drawn in float32 after torch.manual_seed(23), per subcase in "
+            "this order: queries (B=2, H=4, L, E=8), keys (B, kv_heads, S, E), values (B, "
+            "kv_heads, S, Ev=3), r (B, H, L, Ev); the gradients dq, dk, dv are those of "
+            "sum(r * output). valid_lens: L=5, S=6, attn_mask (B, 1, 1, S) True where the key "
+            "index is below valid_lens [3, 6] (True = attend). causal: L = S = 6, is_causal=True. "
+            "gqa: L=5, S=6, kv_heads 2, enable_gqa=True (query head h reads key/value head "
+            "h // 2)."),
+        **out,
+        "f32_vs_f64_max_abs_diff": drift,
+    })
+
+
 # ------------------------------------------------------ optional cross-check
 def cross_check():
     """Compare our files with ../shared/golden (if present), field by field."""
@@ -576,7 +627,7 @@ if __name__ == "__main__":
     import sys
     torch.set_num_threads(1)
     cases = {"a": case_a, "b": case_b, "d": case_d, "f": case_f, "g": case_g,
-             "h": case_h, "i": case_i, "j": case_j, "k": case_k}
+             "h": case_h, "i": case_i, "j": case_j, "k": case_k, "l": case_l}
     for letter in sys.argv[1:] or cases:
         cases[letter]()
     cross_check()

@@ -44,6 +44,7 @@ pub mod kernels;
 #[cfg(feature = "native")]
 pub mod listings;
 pub mod machine_translation;
+pub mod masks;
 pub mod multihead_attention;
 pub mod nadaraya_watson;
 pub mod performance;

@@ -5,7 +5,9 @@
 //! Every figure is in seconds per operation (per target token for the
 //! translation trainings, per training image for the ViT's); a ratio is
 //! PyTorch's seconds over ours, so above 1 ours is faster. Products count
-//! 2·m·n·k FLOPs, and a backward pass twice its forward pass.
+//! 2·m·n·k FLOPs, and a backward pass twice its forward pass; attention
+//! counts its dense products, also where valid lengths or a causal mask
+//! let a fused kernel skip part of them (the nominal count).
 
 use plotters::style::RGBColor;
 use serde::{Deserialize, Serialize};
@@ -86,8 +88,9 @@ const fn multihead(
         + attention(batch * heads, steps, hidden / heads)
 }
 
-/// The suite's items, in the order of its table.
-pub const ITEMS: [Item; 10] = [
+/// The suite's items, in the order of its table (new items go last, so
+/// that a run's numbers keep their meaning).
+pub const ITEMS: [Item; 13] = [
     Item {
         id: "gemm_square",
         title: "f32 GEMM 2048³",
@@ -148,7 +151,28 @@ pub const ITEMS: [Item; 10] = [
         flops: None,
         unit: Unit::ImagesPerSec,
     },
+    Item {
+        id: "sdpa_fwd_bwd",
+        title: "attention fwd + bwd",
+        flops: Some(3.0 * attention(256, 128, 64)),
+        unit: Unit::Millis,
+    },
+    Item {
+        id: "sdpa_long_fwd",
+        title: "attention fwd, 4,096 causal",
+        flops: Some(attention(8, 4096, 64)),
+        unit: Unit::Millis,
+    },
+    Item {
+        id: "sdpa_long_fwd_bwd",
+        title: "attention 4,096 fwd + bwd",
+        flops: Some(3.0 * attention(8, 4096, 64)),
+        unit: Unit::Millis,
+    },
 ];
+
+/// The items whose peak memory the suite measures (`suite --memory`).
+pub const MEMORY_ITEMS: [&str; 2] = ["sdpa_long_fwd", "sdpa_long_fwd_bwd"];
 
 /// The item with this id.
 ///
@@ -175,6 +199,31 @@ pub struct Measured {
     pub ours: Vec<f64>,
     /// PyTorch's, on the same kind of device, the same rounds.
     pub pytorch: Vec<f64>,
+    /// PyTorch's fused kernel on the same problem, the same rounds (the
+    /// scaled dot-product items; empty for the others and in older runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pytorch_fused: Vec<f64>,
+    /// The kernel PyTorch's profiler saw run there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pytorch_fused_backend: Option<String>,
+    /// Peak memory of one call ([`MEMORY_ITEMS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_bytes: Option<PeakBytes>,
+}
+
+/// Peak memory of one call of an item, in bytes: each process's VmHWM
+/// after the call minus its VmRSS before it, the high-water mark reset
+/// first (`/proc/self/clear_refs`), one process per item and side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeakBytes {
+    /// Ours (the library's fused operation).
+    pub ours: u64,
+    /// Our d2l-form operation (`masked_softmax`, then the product).
+    pub ours_unfused: u64,
+    /// d2l's code in PyTorch.
+    pub pytorch: u64,
+    /// PyTorch's fused kernel.
+    pub pytorch_fused: u64,
 }
 
 impl Measured {
@@ -197,6 +246,10 @@ pub struct Run {
     pub commit: String,
     /// The CPU's model name and the vector extensions that matter here.
     pub cpu: String,
+    /// The CPU's vendor, family and model numbers and cache sizes (empty
+    /// in older runs).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cpu_id: String,
     /// The GPU both sides ran on, for a run on one.
     #[serde(default)]
     pub gpu: Option<String>,
@@ -265,33 +318,45 @@ impl Run {
     /// ours (the median over the rounds of each round's figure, so the mean
     /// of two rounds) and each round's ratio; then each
     /// product-heavy item's FLOP rate as a share of the same side's GEMM
-    /// rate at 2048³. Lines fit 80 columns for up to three rounds.
+    /// rate at 2048³; then, where the run has them, PyTorch's fused kernel
+    /// against ours and the peak memory of one call. Lines fit 80 columns
+    /// for up to three rounds.
     ///
     /// # Examples
     /// ```
     /// use d2l_attention::performance::{Measured, Run};
     ///
     /// let run = Run {
-    ///     date: "2026-12-02".into(), commit: "abc1234".into(), cpu: "CPU".into(), gpu: None,
+    ///     date: "2026-12-02".into(), commit: "abc1234".into(), cpu: "CPU".into(),
+    ///     cpu_id: String::new(), gpu: None,
     ///     threads: 2, burn: "0.22.1".into(), torch: "2.9.0".into(),
     ///     rounds: 2, warmup: 2, runs: 7, epochs: 20,
     ///     results: vec![Measured {
     ///         item: "sdpa".into(), backend: "flex".into(),
     ///         ours: vec![0.010, 0.020], pytorch: vec![0.020, 0.020],
+    ///         pytorch_fused: vec![0.010, 0.010],
+    ///         pytorch_fused_backend: Some("flash".into()), peak_bytes: None,
     ///     }],
     /// };
     /// let table = run.table();
     /// // 15 ms ours (the median of two rounds), 20 ms PyTorch's; ratios 2 and 1.
     /// assert!(table.contains("attention fwd (256, 128, 64)   ms"), "{table}");
     /// assert!(table.contains("20.00    15.00  2.00 1.00"), "{table}");
+    /// // PyTorch's fused kernel: 10 ms, ratios 1 and 0.5.
+    /// assert!(table.contains("10.00    15.00  1.00 0.50"), "{table}");
+    /// assert!(table.contains("(PyTorch ran flash)"), "{table}");
     /// ```
     pub fn table(&self) -> String {
         let gpu = self
             .gpu
             .as_ref()
             .map_or(String::new(), |g| format!("GPU: {g}\n"));
+        let cpu_id = match self.cpu_id.as_str() {
+            "" => String::new(),
+            id => format!("     {id}\n"),
+        };
         let mut out = format!(
-            "{}, commit {}, {} threads on each side\nCPU: {}\n{gpu}\
+            "{}, commit {}, {} threads on each side\nCPU: {}\n{cpu_id}{gpu}\
              burn {} against PyTorch {} running d2l's code, in turns,\n\
              {} × each item; each figure the median of {} runs after {} \
              warm-up runs\n(trainings: of {} epochs after the first)\n",
@@ -315,21 +380,82 @@ impl Run {
                 let Some(m) = self.find(item.id, backend) else {
                     continue;
                 };
-                let value = |s: &[f64]| item.unit.value(median(s), item.flops);
-                let ratios: Vec<String> =
-                    m.ratios().iter().map(|r| format!("{r:.2}")).collect();
+                out += &ratio_line(i, item, &m.pytorch, &m.ours);
+            }
+        }
+        out + &self.gemm_shares() + &self.fused() + &self.memory()
+    }
+
+    /// Each item measured against PyTorch's fused kernel: its figure and
+    /// ours, and each round's ratio, per backend, with the kernels seen.
+    fn fused(&self) -> String {
+        let mut out = String::new();
+        for backend in self.backends() {
+            let rows: Vec<_> = ITEMS
+                .iter()
+                .enumerate()
+                .filter_map(|(i, item)| {
+                    let m = self.find(item.id, backend)?;
+                    (!m.pytorch_fused.is_empty()).then_some((i, item, m))
+                })
+                .collect();
+            if rows.is_empty() {
+                continue;
+            }
+            out += &format!(
+                "\nPyTorch's fused kernel, ours on {backend}:\n {:<2} {:<30} \
+                 {:<8} {:>8} {:>8}  ratio\n",
+                "#", "item", "unit", "fused", "ours"
+            );
+            let mut kernels: Vec<&str> = Vec::new();
+            for (i, item, m) in rows {
+                out += &ratio_line(i, item, &m.pytorch_fused, &m.ours);
+                let kernel = m.pytorch_fused_backend.as_deref();
+                if let Some(k) = kernel.filter(|k| !kernels.contains(k)) {
+                    kernels.push(k);
+                }
+            }
+            out += &format!(" (PyTorch ran {})\n", kernels.join(", "));
+        }
+        out
+    }
+
+    /// The peak memory of one call of each item that measured it, in MiB:
+    /// ours fused and unfused, d2l's code and the fused kernel in PyTorch.
+    fn memory(&self) -> String {
+        let mut out = String::new();
+        for backend in self.backends() {
+            let rows: Vec<_> = ITEMS
+                .iter()
+                .enumerate()
+                .filter_map(|(i, item)| {
+                    let peak = self.find(item.id, backend)?.peak_bytes?;
+                    Some((i, item, peak))
+                })
+                .collect();
+            if rows.is_empty() {
+                continue;
+            }
+            out += &format!(
+                "\npeak memory of one call (MiB; VmHWM after minus VmRSS \
+                 before), ours on {backend}:\n {:<2} {:<30} {:>8} {:>8} \
+                 {:>8} {:>8}\n",
+                "#", "item", "ours", "unfused", "d2l", "fused"
+            );
+            let mib = |b: u64| figure(b as f64 / (1u64 << 20) as f64);
+            for (i, item, p) in rows {
                 out += &format!(
-                    " {:<2} {:<30} {:<8} {:>8} {:>8}  {}\n",
+                    " {:<2} {:<30} {:>8} {:>8} {:>8} {:>8}\n",
                     i + 1,
                     item.title,
-                    item.unit.name(),
-                    figure(value(&m.pytorch)),
-                    figure(value(&m.ours)),
-                    ratios.join(" ")
+                    mib(p.ours),
+                    mib(p.ours_unfused),
+                    mib(p.pytorch),
+                    mib(p.pytorch_fused)
                 );
             }
         }
-        out + &self.gemm_shares()
+        out
     }
 
     /// Each product-heavy item's FLOP rate as a share of its side's GEMM
@@ -345,8 +471,9 @@ impl Run {
                 continue;
             };
             out += &format!(
-                "\nshare of the reference GEMM rate (item 1), ours on \
-                 {backend}:\n {:<2} {:<30} {:>8} {:>8} {:>8}\n",
+                "\nshare of the reference GEMM rate (item 1; GFLOP: the \
+                 nominal dense count),\nours on {backend}:\n {:<2} {:<30} \
+                 {:>8} {:>8} {:>8}\n",
                 "#", "item", "GFLOP", "PyTorch", "ours"
             );
             for (i, item) in ITEMS.iter().enumerate().skip(1) {
@@ -435,6 +562,26 @@ impl Run {
         .figsize(6.0, 3.0);
         plot(&series, &axes)
     }
+}
+
+/// A line of a ratio table: item `i`'s number, title and unit, their
+/// figure and ours (medians over the rounds), and each round's ratio.
+fn ratio_line(i: usize, item: &Item, theirs: &[f64], ours: &[f64]) -> String {
+    let value = |s: &[f64]| item.unit.value(median(s), item.flops);
+    let ratios: Vec<String> = theirs
+        .iter()
+        .zip(ours)
+        .map(|(t, o)| format!("{:.2}", t / o))
+        .collect();
+    format!(
+        " {:<2} {:<30} {:<8} {:>8} {:>8}  {}\n",
+        i + 1,
+        item.title,
+        item.unit.name(),
+        figure(value(theirs)),
+        figure(value(ours)),
+        ratios.join(" ")
+    )
 }
 
 /// The backends' colours in the figure: matplotlib's first three.

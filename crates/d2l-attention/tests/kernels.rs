@@ -24,6 +24,9 @@ use d2l_attention::random::randn;
 /// The generators are global per backend: tests that draw take turns.
 static RANDOM: Mutex<()> = Mutex::new(());
 
+#[path = "kernels/fused_attention.rs"]
+mod fused_attention;
+
 /// Asserts |a − b| ≤ 1e-6 + 1e-6·|b| element by element (infinities equal).
 fn assert_close(what: &str, a: &[f32], b: &[f32]) {
     assert_eq!(a.len(), b.len(), "{what}: lengths");

@@ -118,6 +118,31 @@ fn attention_forward_passes_read_nothing() {
     assert_eq!(message, None);
 }
 
+/// The fused attention's body in burn's operations (what every backend
+/// but flex runs) reads nothing, whatever its mask.
+#[test]
+fn the_fused_attention_reads_nothing() {
+    use d2l_attention::kernels::{AttentionMask, attention};
+    let message = captured(|device| {
+        let valid_lens = lens(&[2, 5], device);
+        let layer = burn::nn::DropoutConfig::new(0.5).init();
+        for mask in [
+            AttentionMask::None,
+            AttentionMask::ValidLens(&valid_lens),
+            AttentionMask::Causal,
+            AttentionMask::Window { left: 2, right: 1 },
+        ] {
+            let (queries, keys, values) = (
+                computed([2, 4, 3, 8], device),
+                computed([2, 2, 5, 8], device),
+                computed([2, 2, 5, 6], device),
+            );
+            attention(queries, keys, values, mask, &layer);
+        }
+    });
+    assert_eq!(message, None);
+}
+
 /// A model's forward pass and its loss on captured inputs.
 fn forward_and_loss<E: Encoder, D: Decoder<E::Output>>(
     model: EncoderDecoder<E, D>,

@@ -10,12 +10,13 @@ mod additive;
 mod dot_product;
 mod masking;
 
+pub use crate::masks::{MASK_VALUE, ValidLens, mask_value};
 pub use additive::{AdditiveAttention, AdditiveAttentionConfig, ProjectedKeys};
 pub use dot_product::{
     DotProductAttention, DotProductAttentionConfig, bilinear_scores,
     self_attention, self_attention_loop,
 };
-pub use masking::{ValidLens, masked_softmax, masked_softmax_by};
+pub use masking::{masked_softmax, masked_softmax_by};
 
 use burn::nn::{Dropout, Initializer, Linear};
 use burn::tensor::Tensor;
@@ -37,41 +38,6 @@ pub const TORCH_LINEAR: Initializer = Initializer::KaimingUniform {
     gain: 0.577_350_269_189_625_8,
     fan_out_only: false,
 };
-
-/// The value d2l's `sequence_mask` writes into masked scores before the
-/// softmax. Finite on purpose: exp(−10⁶ − max) underflows to exactly 0,
-/// while a fully masked row stays finite (uniform), in value and gradient;
-/// a −∞ fill would give NaN there (pytorch#41508, burn#4694).
-///
-/// # Examples
-/// ```
-/// use d2l_attention::attention_scoring::MASK_VALUE;
-///
-/// // exp(MASK_VALUE) underflows to exactly 0 in f32.
-/// assert_eq!(MASK_VALUE.exp(), 0.0);
-/// ```
-pub const MASK_VALUE: f32 = -1e6;
-
-/// The fill for masked scores of `dtype`: [`MASK_VALUE`] where the dtype
-/// holds it (f32, f64, bf16), else the dtype's lowest finite value (f16:
-/// −65504, where −10⁶ would round to −∞ and a fully masked row would be
-/// NaN). Either way exp(fill − max) is 0 beside any valid score that is
-/// not itself that low, and a fully masked row is uniform.
-///
-/// # Examples
-/// ```
-/// use burn::tensor::DType;
-/// use d2l_attention::attention_scoring::{MASK_VALUE, mask_value};
-///
-/// assert_eq!(mask_value(DType::F32), MASK_VALUE);
-/// assert_eq!(mask_value(DType::F16), -65504.0);
-/// ```
-pub fn mask_value(dtype: burn::tensor::DType) -> f32 {
-    match dtype {
-        burn::tensor::DType::F16 => -65_504.0, // f16's lowest finite value
-        _ => MASK_VALUE,
-    }
-}
 
 /// What an attention layer returns.
 ///

@@ -5,6 +5,7 @@
 //! y = log_softmax(x), ∂L/∂x = g − e^y · Σ g (the sums along the last axis,
 //! g = ∂L/∂y); for y = e^x, g ⊙ y.
 
+use super::attention::{KeyMask, WeightDropout};
 use super::{AttentionOps, softmax_backward};
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
@@ -76,9 +77,99 @@ where
     }
 }
 
+/// Scaled dot-product attention, tracked with three parents (queries,
+/// keys, values); its backward pass is the backend's `attention_backward`
+/// from the saved inputs, output and log-sum-exp.
+#[derive(Debug)]
+struct Fused;
+
+/// What the fused attention keeps for its backward pass.
+type FusedState<B> = ([FloatTensor<B>; 5], KeyMask<B>, Option<WeightDropout>);
+
+impl<B: Backend + AttentionOps> Backward<B, 3> for Fused {
+    type State = FusedState<B>;
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, 3>,
+        grads: &mut Gradients,
+        _: &mut Checkpointer,
+    ) {
+        let grad = grads.consume::<B>(&ops.node);
+        let ([q, k, v, out, lse], mask, dropout) = ops.state;
+        let (dq, dk, dv) =
+            B::attention_backward(q, k, v, out, lse, grad, mask, dropout);
+        for (node, grad) in ops.parents.into_iter().zip([dq, dk, dv]) {
+            if let Some(node) = node {
+                grads.register::<B>(node.id, grad);
+            }
+        }
+    }
+}
+
 impl<B: Backend + AttentionOps, C: CheckpointStrategy> AttentionOps
     for Autodiff<B, C>
 {
+    fn attention_forward(
+        queries: FloatTensor<Self>,
+        keys: FloatTensor<Self>,
+        values: FloatTensor<Self>,
+        mask: KeyMask<Self>,
+        dropout: Option<WeightDropout>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        let nodes = [queries.node(), keys.node(), values.node()];
+        let mask = mask.map::<B>(|lens| lens);
+        let (q, k, v) = (
+            queries.into_primitive(),
+            keys.into_primitive(),
+            values.into_primitive(),
+        );
+        let (out, lse) = B::attention_forward(
+            q.clone(),
+            k.clone(),
+            v.clone(),
+            mask.clone(),
+            dropout,
+        );
+        let lse_out = FloatTensor::<Self>::new(lse.clone());
+        let out = match Fused.prepare::<C>(nodes).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                prep.finish(([q, k, v, out.clone(), lse], mask, dropout), out)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(out),
+        };
+        (out, lse_out)
+    }
+
+    /// The inner backend's, untracked (no second derivatives).
+    fn attention_backward(
+        queries: FloatTensor<Self>,
+        keys: FloatTensor<Self>,
+        values: FloatTensor<Self>,
+        output: FloatTensor<Self>,
+        lse: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+        mask: KeyMask<Self>,
+        dropout: Option<WeightDropout>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
+        let (dq, dk, dv) = B::attention_backward(
+            queries.into_primitive(),
+            keys.into_primitive(),
+            values.into_primitive(),
+            output.into_primitive(),
+            lse.into_primitive(),
+            grad.into_primitive(),
+            mask.map::<B>(|lens| lens),
+            dropout,
+        );
+        let new = FloatTensor::<Self>::new;
+        (new(dq), new(dk), new(dv))
+    }
+
+    fn dropout_seed(x: FloatTensor<Self>) -> IntTensor<Self> {
+        B::dropout_seed(x.into_primitive())
+    }
+
     fn softmax_last(x: FloatTensor<Self>) -> FloatTensor<Self> {
         track::<B, C, _>(x, (), B::softmax_last, |y, (), g| {
             softmax_backward::<B>(y, g)

@@ -33,7 +33,7 @@ const TAYLOR: [f32; 6] = [
 /// e^x lane by lane. Exact 0 below [`UNDERFLOW`] (and for −∞), +∞ above
 /// [`OVERFLOW`], NaN for NaN.
 #[inline(always)]
-fn exp<S: Simd>(simd: S, x: S::f32s) -> S::f32s {
+pub(super) fn exp<S: Simd>(simd: S, x: S::f32s) -> S::f32s {
     let splat = |v: f32| simd.splat_f32s(v);
     let clamped =
         simd.min_f32s(simd.max_f32s(x, splat(UNDERFLOW)), splat(OVERFLOW));
@@ -74,7 +74,7 @@ fn exp<S: Simd>(simd: S, x: S::f32s) -> S::f32s {
 
 /// e^x of one value, through the same lanes (for row tails).
 #[inline(always)]
-fn exp_one<S: Simd>(simd: S, x: f32) -> f32 {
+pub(super) fn exp_one<S: Simd>(simd: S, x: f32) -> f32 {
     simd.reduce_max_f32s(exp(simd, simd.splat_f32s(x)))
 }
 
@@ -91,7 +91,7 @@ fn sigmoid<S: Simd>(simd: S, x: S::f32s) -> S::f32s {
 
 /// The largest value of a row.
 #[inline(always)]
-fn row_max<S: Simd>(simd: S, row: &[f32]) -> f32 {
+pub(super) fn row_max<S: Simd>(simd: S, row: &[f32]) -> f32 {
     let (head, tail) = S::as_simd_f32s(row);
     let mut max = simd.splat_f32s(f32::NEG_INFINITY);
     for &x in head {

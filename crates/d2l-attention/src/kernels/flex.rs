@@ -2,15 +2,17 @@
 //! row in three passes of SIMD lanes while it stays in cache (max, exp and
 //! sum, scale).
 
-use super::AttentionOps;
+use super::attention::{KeyMask, WeightDropout, key_ranges};
 use super::exp::{Row, masked_rows, rows};
-use super::mask::dropout_mask;
+use super::flash::{self, Problem, Upstream};
+use super::mask::{Keep, dropout_mask};
+use super::{AttentionOps, attention};
 use burn::backend::flex::{FlexDevice, FlexTensor};
 use burn::backend::ops::{ActivationOps, IntTensorOps};
 use burn::backend::{Flex, TensorMetadata};
 use burn::tensor::{DType, Distribution, IntDType, TensorData};
 
-use crate::attention_scoring::MASK_VALUE;
+use crate::masks::MASK_VALUE;
 use rayon::prelude::*;
 
 /// Elements per parallel task (whole rows, at least one).
@@ -84,6 +86,63 @@ fn last_dim(x: &FlexTensor) -> usize {
 }
 
 impl AttentionOps for Flex {
+    fn attention_forward(
+        queries: FlexTensor,
+        keys: FlexTensor,
+        values: FlexTensor,
+        mask: KeyMask<Flex>,
+        dropout: Option<WeightDropout>,
+    ) -> (FlexTensor, FlexTensor) {
+        fused_forward(queries, keys, values, mask, dropout)
+    }
+
+    fn attention_backward(
+        queries: FlexTensor,
+        keys: FlexTensor,
+        values: FlexTensor,
+        output: FlexTensor,
+        lse: FlexTensor,
+        grad: FlexTensor,
+        mask: KeyMask<Flex>,
+        dropout: Option<WeightDropout>,
+    ) -> (FlexTensor, FlexTensor, FlexTensor) {
+        let f32s = [&output, &lse, &grad]
+            .iter()
+            .all(|t| t.dtype() == DType::F32);
+        let fused =
+            Fused::new(&queries, &keys, &values, &mask).filter(|_| f32s);
+        let Some(inputs) = fused else {
+            return attention::backward_ops::<Flex>(
+                queries, keys, values, output, lse, grad, mask, dropout,
+            );
+        };
+        let (output, lse, grad) = (
+            output.to_contiguous(),
+            lse.to_contiguous(),
+            grad.to_contiguous(),
+        );
+        let (o, g) = (
+            output.as_slice::<f32>().expect("f32"),
+            grad.as_slice::<f32>().expect("f32"),
+        );
+        let d_v = values.shape()[3];
+        let delta: Vec<f32> = o
+            .par_chunks(d_v)
+            .zip(g.par_chunks(d_v))
+            .map(|(o, g)| o.iter().zip(g).map(|(o, g)| o * g).sum())
+            .collect();
+        let up = Upstream {
+            lse: lse.as_slice::<f32>().expect("f32"),
+            d_o: g,
+            delta: &delta,
+        };
+        let [dq, dk, dv] = flash::backward(&inputs.problem(dropout), &up);
+        let tensor = |x, like: &FlexTensor| {
+            FlexTensor::from_data(TensorData::new(x, like.shape()))
+        };
+        (tensor(dq, &queries), tensor(dk, &keys), tensor(dv, &values))
+    }
+
     fn softmax_last(x: FlexTensor) -> FlexTensor {
         match x.dtype() {
             DType::F32 => map_rows(Row::Softmax, x),
@@ -180,15 +239,19 @@ impl AttentionOps for Flex {
         }
     }
 
-    fn dropout_mask(x: FlexTensor, prob: f64) -> FlexTensor {
-        // One seed per call from flex's seeded generator, so that
-        // `Device::seed` makes the masks reproducible.
-        let seed = Flex::int_random(
+    /// One seed per call from flex's seeded generator, so that
+    /// `Device::seed` makes the masks reproducible.
+    fn dropout_seed(_x: FlexTensor) -> FlexTensor {
+        Flex::int_random(
             [1].into(),
             Distribution::Default,
             &FlexDevice,
             IntDType::U64,
-        );
+        )
+    }
+
+    fn dropout_mask(x: FlexTensor, prob: f64) -> FlexTensor {
+        let seed = Self::dropout_seed(x.clone());
         let seed = seed.as_slice::<u64>().expect("one u64")[0];
         let shape = x.shape();
         let mask = dropout_mask(seed, shape.num_elements(), prob);
@@ -203,4 +266,80 @@ impl AttentionOps for Flex {
             }
         }
     }
+}
+
+/// The inputs of the fused kernel: contiguous f32 queries, keys and values
+/// and each row's range of keys.
+struct Fused {
+    q: FlexTensor,
+    k: FlexTensor,
+    v: FlexTensor,
+    ranges: Vec<(usize, usize)>,
+}
+
+impl Fused {
+    /// None where the kernel does not apply: another dtype, or a size 0.
+    fn new(
+        q: &FlexTensor,
+        k: &FlexTensor,
+        v: &FlexTensor,
+        mask: &KeyMask<Flex>,
+    ) -> Option<Self> {
+        let f32s = [q, k, v].iter().all(|t| t.dtype() == DType::F32);
+        let (qs, vs) = (q.shape(), v.shape());
+        let sizes = [qs[0], qs[1], qs[2], qs[3], vs[2], vs[3]];
+        if !f32s || sizes.contains(&0) {
+            return None;
+        }
+        let lens = match mask {
+            KeyMask::ValidLens(lens) => {
+                Some(lens.clone().into_data().iter::<i64>().collect::<Vec<_>>())
+            }
+            _ => None,
+        };
+        let ranges = key_ranges(mask, lens.as_deref(), qs[0], qs[2], vs[2]);
+        let (q, k, v) =
+            (q.to_contiguous(), k.to_contiguous(), v.to_contiguous());
+        Some(Self { q, k, v, ranges })
+    }
+
+    fn problem(&self, dropout: Option<WeightDropout>) -> Problem<'_> {
+        let (qs, vs) = (self.q.shape(), self.v.shape());
+        Problem {
+            q: self.q.as_slice::<f32>().expect("f32"),
+            k: self.k.as_slice::<f32>().expect("f32"),
+            v: self.v.as_slice::<f32>().expect("f32"),
+            heads: qs[1],
+            kv_heads: vs[1],
+            n_q: qs[2],
+            n_k: vs[2],
+            d: qs[3],
+            d_v: vs[3],
+            ranges: &self.ranges,
+            scale: 1.0 / (qs[3] as f32).sqrt(),
+            keep: dropout.map(|d| Keep::new(d.seed, d.prob)),
+        }
+    }
+}
+
+/// [`AttentionOps::attention_forward`] on flex.
+fn fused_forward(
+    q: FlexTensor,
+    k: FlexTensor,
+    v: FlexTensor,
+    mask: KeyMask<Flex>,
+    dropout: Option<WeightDropout>,
+) -> (FlexTensor, FlexTensor) {
+    let Some(inputs) = Fused::new(&q, &k, &v, &mask) else {
+        return attention::forward_ops::<Flex>(q, k, v, mask, dropout);
+    };
+    let (qs, vs) = (q.shape(), v.shape());
+    let (out, lse) = flash::forward(&inputs.problem(dropout));
+    (
+        FlexTensor::from_data(TensorData::new(
+            out,
+            [qs[0], qs[1], qs[2], vs[3]],
+        )),
+        FlexTensor::from_data(TensorData::new(lse, [qs[0], qs[1], qs[2]])),
+    )
 }

@@ -13,31 +13,59 @@ use rayon::prelude::*;
 /// Elements per parallel task.
 const CHUNK: usize = 1 << 14;
 
+/// Which weights dropout keeps: word w of the ChaCha8 stream of `seed`
+/// keeps weight w when it is below (1 − p) · 2³², and a kept weight is
+/// scaled by 1/(1 − p). Weight w of a (…, rows, cols) tensor is its
+/// row-major index, so the fused attention and the unfused dropout keep
+/// the same weights.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Keep {
+    seed: u64,
+    threshold: u64,
+    scale: f32,
+}
+
+impl Keep {
+    /// Dropout with probability `prob` from the stream of `seed`.
+    ///
+    /// # Panics
+    /// When `prob` is not in [0, 1) (the message names `prob`).
+    pub(crate) fn new(seed: u64, prob: f64) -> Self {
+        assert!(
+            (0.0..1.0).contains(&prob),
+            "`prob` is {prob}, expected a probability in [0, 1)"
+        );
+        let keep = 1.0 - prob;
+        Self {
+            seed,
+            threshold: (keep * 4_294_967_296.0) as u64,
+            scale: (1.0 / keep) as f32,
+        }
+    }
+
+    /// Writes the factors of weights `start` … `start + out.len() − 1`:
+    /// 1/(1 − p) where kept, 0 where dropped.
+    pub(crate) fn fill(&self, start: usize, out: &mut [f32]) {
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        rng.set_word_pos(start as u128);
+        for m in out {
+            let kept = u64::from(rng.next_u32()) < self.threshold;
+            *m = if kept { self.scale } else { 0.0 };
+        }
+    }
+}
+
 /// A dropout mask of `n` elements: 1/(1 − `prob`) where kept, 0 where
-/// dropped, each kept with probability 1 − `prob` (word < (1 − prob) · 2³²).
+/// dropped, each kept with probability 1 − `prob` ([`Keep`]).
 ///
 /// # Panics
 /// When `prob` is not in [0, 1) (the message names `prob`).
 pub(crate) fn dropout_mask(seed: u64, n: usize, prob: f64) -> Vec<f32> {
-    assert!(
-        (0.0..1.0).contains(&prob),
-        "`prob` is {prob}, expected a probability in [0, 1)"
-    );
-    let keep = 1.0 - prob;
-    let threshold = (keep * 4_294_967_296.0) as u64;
-    let scale = (1.0 / keep) as f32;
+    let keep = Keep::new(seed, prob);
     let mut mask = vec![0.0f32; n];
     mask.par_chunks_mut(CHUNK)
         .enumerate()
-        .for_each(|(i, chunk)| {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            rng.set_word_pos((i * CHUNK) as u128);
-            for m in chunk {
-                if u64::from(rng.next_u32()) < threshold {
-                    *m = scale;
-                }
-            }
-        });
+        .for_each(|(i, chunk)| keep.fill(i * CHUNK, chunk));
     mask
 }
 

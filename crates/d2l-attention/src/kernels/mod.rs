@@ -32,8 +32,10 @@
 // extension macro generates for `LibTorch` names it.
 #![allow(deprecated)]
 
+mod attention;
 mod autodiff;
 mod exp;
+mod flash;
 mod flex;
 mod mask;
 
@@ -43,10 +45,11 @@ use burn::backend::{
     Backend, Dispatch, TensorMetadata, backend_extension, get_device_settings,
 };
 use burn::nn::Dropout;
-use burn::tensor::{Distribution, Shape, Tensor};
+use burn::tensor::{Distribution, IntDType, Shape, Tensor};
 
-use crate::attention_scoring::{ValidLens, mask_value};
+use crate::masks::{ValidLens, mask_value};
 
+pub use attention::{AttentionMask, KeyMask, WeightDropout, attention};
 pub use exp::{OVERFLOW, UNDERFLOW};
 
 /// The operations, one implementation per backend (burn's own operations
@@ -73,8 +76,8 @@ pub trait AttentionOps: Backend {
 
     /// Softmax along the last axis of `scores` (batch_size, num_queries,
     /// num_keys) with the keys at or past each query's valid length
-    /// counting as [`MASK_VALUE`](crate::attention_scoring::MASK_VALUE)
-    /// (f16: −65504, [`mask_value`](crate::attention_scoring::mask_value)):
+    /// counting as [`MASK_VALUE`](crate::masks::MASK_VALUE)
+    /// (f16: −65504, [`mask_value`](crate::masks::mask_value)):
     /// d2l's `masked_softmax`. `valid_lens` is
     /// (batch_size, 1) or (batch_size, num_queries), each at most num_keys.
     fn masked_softmax_last(
@@ -103,6 +106,50 @@ pub trait AttentionOps: Backend {
     /// 1 / (1 + e^−x) element by element.
     fn sigmoid(x: FloatTensor<Self>) -> FloatTensor<Self> {
         <Self as ActivationOps<Self>>::sigmoid(x)
+    }
+
+    /// Scaled dot-product attention's forward pass (see [`attention`]):
+    /// the output (batch, heads, n_q, d_v) and each row's log-sum-exp
+    /// (batch, heads, n_q), which the backward pass reads.
+    fn attention_forward(
+        queries: FloatTensor<Self>,
+        keys: FloatTensor<Self>,
+        values: FloatTensor<Self>,
+        #[extension_type] mask: KeyMask<Self>,
+        dropout: Option<WeightDropout>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        attention::forward_ops::<Self>(queries, keys, values, mask, dropout)
+    }
+
+    /// Its backward pass: dQ, dK and dV (shaped like the queries, keys
+    /// and values) from the forward pass's output and log-sum-exp and the
+    /// output's gradient `grad`.
+    #[allow(clippy::too_many_arguments)]
+    fn attention_backward(
+        queries: FloatTensor<Self>,
+        keys: FloatTensor<Self>,
+        values: FloatTensor<Self>,
+        output: FloatTensor<Self>,
+        lse: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+        #[extension_type] mask: KeyMask<Self>,
+        dropout: Option<WeightDropout>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
+        attention::backward_ops::<Self>(
+            queries, keys, values, output, lse, grad, mask, dropout,
+        )
+    }
+
+    /// A seed for dropout: one integer drawn from the backend's generator
+    /// on `x`'s device.
+    fn dropout_seed(x: FloatTensor<Self>) -> IntTensor<Self> {
+        let device = x.device();
+        Self::int_random(
+            [1].into(),
+            Distribution::Default,
+            &device,
+            IntDType::I64,
+        )
     }
 
     /// A dropout mask shaped like `x`: 1/(1 − `prob`) with probability
@@ -245,12 +292,12 @@ pub fn exp<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 /// computes, and the tests compare with it) as one operation: on flex the
 /// masked keys are neither filled nor compared, each row is normalised
 /// over its valid keys with the masked ones sharing one exponential of
-/// [`MASK_VALUE`](crate::attention_scoring::MASK_VALUE), and under
+/// [`MASK_VALUE`](crate::masks::MASK_VALUE), and under
 /// autodiff the backward pass is one operation
 /// too. `scores` is (batch_size, num_queries, num_keys); `valid_lens` as
 /// in `masked_softmax`. A row with valid length 0 is uniform in every
 /// float dtype (f16 fills with its lowest finite value:
-/// [`mask_value`](crate::attention_scoring::mask_value)).
+/// [`mask_value`](crate::masks::mask_value)).
 ///
 /// # Panics
 /// As [`ValidLens::mask`].
