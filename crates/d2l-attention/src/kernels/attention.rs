@@ -122,7 +122,11 @@ fn hidden<B: Backend>(
     n_k: usize,
     device: &B::Device,
 ) -> Option<BoolTensor<B>> {
-    let dtype = burn::tensor::IntDType::I64;
+    // Positions in the valid lengths' own integer dtype (flex's I32).
+    let dtype = match &mask {
+        KeyMask::ValidLens(lens) => lens.dtype().into(),
+        _ => burn::tensor::IntDType::I64,
+    };
     let bool_dtype = get_device_settings::<B>(device).bool_dtype;
     let keys = B::int_reshape(
         B::int_arange(0..n_k as i64, device, dtype),
@@ -328,14 +332,27 @@ pub(super) fn backward_ops<B: Backend>(
 ///
 /// Returns (batch_size, num_heads, num_queries, value_size): what d2l's
 /// `masked_softmax`, dropout and `bmm` compute, head by head, within
-/// 1e-5 + 1e-5·|value| in f32 (`tests/fused_attention.rs`), gradients
-/// included. Where every score a row sees lies within about 100 of d2l's
-/// fill (−10⁶), d2l's form also gives its masked keys weight; this one
-/// gives them 0.
+/// 1e-5 + 1e-5·|value| in f32 for scores of ordinary size
+/// (`tests/kernels/fused_attention.rs`), gradients included. Where they
+/// differ:
+/// - masked keys get weight 0 here; d2l's form gives them weight where
+///   the scores a row sees are not well above its fill (−10⁶): within
+///   about 100 of it, below it, or −∞ (NaN here);
+/// - on flex the backward pass recomputes the weights from each row's
+///   log-sum-exp in f32, so the gradients' relative error grows with the
+///   scores' size, about 2e-5 at scores near 2·10³ and 4e-2 near 2·10⁶
+///   (FlashAttention's own limit; the forward pass is not affected);
+/// - a NaN or ∞ among masked values stays out of the output here, unless
+///   another query of the same block of 64 sees that key.
+///
+/// With dropout, the seed is read back from the device, and off flex the
+/// mask is made on the host: one integer, and one f32 per weight, cross to
+/// the device per call.
 ///
 /// # Panics
-/// When the shapes disagree (naming the argument) or the valid lengths do
-/// not fit (as [`ValidLens::mask`]).
+/// When the shapes or dtypes disagree, a size the products need is 0
+/// (num_keys, d) (naming the argument), or the valid lengths do not fit
+/// (as [`ValidLens::mask`]).
 ///
 /// # Examples
 /// ```
@@ -376,6 +393,19 @@ pub fn attention(
         "`values` {v:?} do not fit `keys` {k:?}: expected (batch_size, \
          kv_heads, num_keys, value_size)"
     );
+    assert!(
+        k[2] > 0 && q[3] > 0,
+        "`keys` {k:?} hold no key or no feature: attention needs num_keys \
+         (dimension 2) and d (dimension 3) above 0"
+    );
+    let dtype = queries.dtype();
+    for (name, x) in [("keys", &keys), ("values", &values)] {
+        assert!(
+            x.dtype() == dtype,
+            "`{name}` is {:?}, `queries` {dtype:?}: expected one dtype",
+            x.dtype()
+        );
+    }
     let mask = match mask {
         AttentionMask::None => KeyMask::All,
         AttentionMask::ValidLens(lens) => {

@@ -6,7 +6,7 @@
 use super::{RANDOM, common};
 
 use burn::nn::{Dropout, DropoutConfig};
-use burn::tensor::{Bool, Device, Tensor, TensorData};
+use burn::tensor::{Bool, DType, Device, Tensor, TensorData};
 use d2l_attention::attention_scoring::{ValidLens, masked_softmax_by};
 use d2l_attention::kernels::{AttentionMask, attention, dropout};
 use d2l_attention::random::randn;
@@ -21,13 +21,14 @@ enum Mask {
     Window(usize, usize),
 }
 
-/// One problem: sizes (batch, heads, kv_heads, n_q, n_k, d, d_v), the mask
-/// and the dropout probability.
+/// One problem: sizes (batch, heads, kv_heads, n_q, n_k, d, d_v), the mask,
+/// the dropout probability and the inputs' dtype.
 #[derive(Clone, Debug)]
 struct Case {
     sizes: [usize; 7],
     mask: Mask,
     prob: f64,
+    dtype: DType,
 }
 
 impl Case {
@@ -69,6 +70,7 @@ impl Case {
             randn([batch, kv_heads, n_k, d_v], 3, device),
             randn([batch, heads, n_q, d_v], 4, device),
         ]
+        .map(|x| x.cast(self.dtype))
     }
 
     fn dropout(&self) -> Dropout {
@@ -214,7 +216,12 @@ fn grid(per_size: usize) {
                     let kv_heads = [1, 2, 4][index % 3];
                     let prob = [0.0, 0.1][index / 6 % 2];
                     let sizes = [3, 4, kv_heads, n, n_k, d, d.max(2) - 1];
-                    check(&Case { sizes, mask, prob });
+                    check(&Case {
+                        sizes,
+                        mask,
+                        prob,
+                        dtype: DType::F32,
+                    });
                     index += 1;
                 }
             }
@@ -244,7 +251,62 @@ fn a_long_causal_problem_matches() {
         sizes: [1, 2, 1, 1000, 1000, 64, 64],
         mask: Mask::Causal,
         prob: 0.1,
+        dtype: DType::F32,
     });
+}
+
+/// f64 takes burn's operations on flex too (the kernel is f32's), with
+/// every kind of mask.
+#[test]
+fn f64_takes_burn_s_operations_with_every_mask() {
+    for mask in [
+        Mask::Lens(vec![0, 2, 5]),
+        Mask::Lens(vec![1, 2, 3, 4, 0, 5, 5, 5, 2, 2, 2, 2]),
+        Mask::Causal,
+        Mask::Window(1, 1),
+    ] {
+        let sizes = [3, 2, 1, 4, 5, 8, 3];
+        check(&Case {
+            sizes,
+            mask,
+            prob: 0.0,
+            dtype: DType::F64,
+        });
+    }
+}
+
+/// Zero keys or features, and mixed dtypes, are refused by name.
+#[test]
+fn empty_products_and_mixed_dtypes_are_refused() {
+    let device = Device::flex();
+    let layer = DropoutConfig::new(0.0).init();
+    let call = |q: [usize; 4], k: [usize; 4], f64_values: bool| {
+        let values = Tensor::<4>::zeros([k[0], k[1], k[2], 2], &device);
+        let values = if f64_values {
+            values.cast(DType::F64)
+        } else {
+            values
+        };
+        let (queries, keys) = (
+            Tensor::<4>::zeros(q, &device),
+            Tensor::<4>::zeros(k, &device),
+        );
+        common::panic_message(|| {
+            attention(queries, keys, values, AttentionMask::None, &layer);
+        })
+    };
+    let message = call([1, 1, 2, 4], [1, 1, 0, 4], false);
+    assert!(
+        message.contains("`keys` [1, 1, 0, 4] hold no key"),
+        "{message}"
+    );
+    let message = call([1, 1, 2, 0], [1, 1, 3, 0], false);
+    assert!(message.contains("no feature"), "{message}");
+    let message = call([1, 1, 2, 4], [1, 1, 3, 4], true);
+    assert!(
+        message.contains("`values` is F64, `queries` F32"),
+        "{message}"
+    );
 }
 
 /// A row that sees no key is d2l's uniform row: the mean of the values.
@@ -255,6 +317,7 @@ fn a_query_that_sees_no_key_averages_the_values() {
         sizes: [1, 1, 1, 3, 2, 4, 2],
         mask: Mask::Causal,
         prob: 0.0,
+        dtype: DType::F32,
     };
     let [q, k, v, _] = case.inputs(&device);
     // Query 0 of 3 against 2 keys sits at position −1: it sees nothing.
