@@ -391,7 +391,7 @@ impl<L: RnnLayer, A: DecoderAttention> Decoder<Encoded>
             // the top layer's new state
             query = self.rnn.step(input, &mut states).unsqueeze_dim(1);
             outputs.push(query.clone());
-            weights.push(attended.attention_weights);
+            weights.push(attended.attention_weights.tensor());
         }
         let hidden_state = Tensor::stack(states, 0);
         Decoded {

@@ -475,7 +475,7 @@ fn lstm_states_carry_h_and_c_and_h_is_the_query() {
     let attention = &lstm.decoder.attention;
     for (part, is_query) in [(0, true), (16, false)] {
         let query = top.clone().narrow(1, part, 16);
-        let gap = (expect(query, attention).attention_weights
+        let gap = (expect(query, attention).attention_weights.tensor()
             - weights.clone())
         .abs()
         .max()
@@ -496,7 +496,7 @@ fn lstm_states_carry_h_and_c_and_h_is_the_query() {
         keys,
         Some(&lens),
     );
-    let gap = (plain.attention_weights - decoded.attention[0].weights.clone())
+    let gap = (plain.attention_weights.tensor() - decoded.attention[0].weights.clone())
         .abs()
         .max()
         .into_scalar::<f32>();

@@ -46,7 +46,7 @@ fn multi_head_attention_matches_pytorch() {
             Some(&valid_lens(&g["valid_lens"], &device)),
         );
         // d2l's layout: row r is sequence r / 5, head r % 5.
-        let weights = attended.attention_weights.reshape([10, 4, 6]);
+        let weights = attended.attention_weights.tensor().reshape([10, 4, 6]);
         let worst = assert_close(
             &format!("{backend} output"),
             attended.output,
@@ -103,6 +103,7 @@ fn each_sequence_s_heads_use_its_own_valid_length() {
     // Every head of sequence 0 stops at its 2 keys.
     let w = a
         .attention_weights
+        .tensor()
         .narrow(0, 0, 1)
         .try_into_vec_as::<f32>()
         .unwrap();
@@ -136,7 +137,7 @@ fn a_sequence_with_no_valid_key_stays_finite_forward_and_backward() {
             keys.clone(),
             Some(&ValidLens::new(&[0, 5], &device)),
         );
-        let weights = attended.attention_weights.clone();
+        let weights = attended.attention_weights.tensor();
         let w = weights.narrow(0, 0, 1).try_into_vec_as::<f32>().unwrap();
         assert!(
             w.iter().all(|&x| (x - 0.2).abs() < 1e-6),
@@ -194,7 +195,7 @@ fn ours_and_burn_s_module_agree_in_eval_mode() {
             a.output.try_into_vec_as().unwrap(),
             b.context.try_into_vec_as().unwrap(),
         );
-        let w = a.attention_weights.try_into_vec_as::<f32>().unwrap();
+        let w = a.attention_weights.tensor().try_into_vec_as::<f32>().unwrap();
         let weights_gap = gap(w.clone(), b.weights.try_into_vec_as().unwrap());
         assert!(output_gap < 1e-5 && weights_gap < 1e-6, "{backend}");
         eprintln!(

@@ -126,7 +126,7 @@ fn additive_attention_matches_pytorch_and_the_closed_form() {
         );
         assert_close(
             &format!("{backend} weights"),
-            attended.attention_weights,
+            attended.attention_weights.tensor(),
             &g["attention_weights"],
             ATOL,
             RTOL,
@@ -174,7 +174,7 @@ fn scaled_dot_product_attention_matches_pytorch() {
         );
         assert_close(
             &format!("{backend} weights"),
-            attended.attention_weights,
+            attended.attention_weights.tensor(),
             &g["attention_weights"],
             ATOL,
             RTOL,

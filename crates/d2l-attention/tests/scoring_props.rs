@@ -221,9 +221,9 @@ proptest! {
         let projected = attention.project_keys(keys, values, Some(valid_lens));
         let fast = attention.attend(queries, &projected);
         for (what, a, b) in [
-            ("forward weights", weights.clone(), forward.attention_weights),
+            ("forward weights", weights.clone(), forward.attention_weights.tensor()),
             ("forward output", output.clone(), forward.output),
-            ("attend weights", weights, fast.attention_weights),
+            ("attend weights", weights, fast.attention_weights.tensor()),
             ("attend output", output, fast.output),
         ] {
             let (a, b) = (a.try_into_vec_as::<f32>().unwrap(), b.try_into_vec_as::<f32>().unwrap());
@@ -254,6 +254,65 @@ fn fully_masked_rows_are_uniform_in_f16() {
         let w = weights.cast(DType::F32).try_into_vec_as::<f32>().unwrap();
         for x in w {
             assert!((x - 1.0 / 3.0).abs() < 1e-3, "{x}");
+        }
+    }
+}
+
+/// From `FUSED_MIN_KEYS` keys on plain flex (`FUSED_MIN_TRAINING_KEYS`
+/// under autodiff), `DotProductAttention` pools through the fused
+/// operation: the same output and query gradient as d2l's form within
+/// 1e-5, and the same weights (built on request, bit for bit). A NaN among
+/// the masked values shows which path ran: d2l's weights of 0 multiply it
+/// into the output, the fused operation never reads it.
+#[test]
+fn dot_product_attention_takes_the_fused_path_where_it_pays() {
+    use burn::tensor::Tensor;
+    use d2l_attention::kernels::{FUSED_MIN_KEYS, FUSED_MIN_TRAINING_KEYS};
+    let layer = DotProductAttentionConfig::new().init();
+    let plain = (Device::flex(), FUSED_MIN_KEYS);
+    let training = (Device::flex().autodiff(), FUSED_MIN_TRAINING_KEYS);
+    for (device, min_keys) in [plain, training] {
+        for n_k in [min_keys - 1, min_keys] {
+            let queries = randn([2, 5, 16], 1, &device);
+            let queries = match device.is_autodiff() {
+                true => queries.require_grad(),
+                false => queries,
+            };
+            let keys = randn([2, n_k, 16], 2, &device);
+            let values = randn([2, n_k, 3], 3, &device);
+            let lens = ValidLens::new(&[n_k - 2, 7], &device);
+            let (q, k, v) = (queries.clone(), keys.clone(), values.clone());
+            let attended =
+                layer.forward(q.clone(), k.clone(), v.clone(), Some(&lens));
+            let weights = layer.weights(q, k, Some(&lens));
+            let expected = weights.clone().matmul(v);
+            let gap = |a: Tensor<3>, b: Tensor<3>| {
+                (a - b).abs().max().into_scalar::<f32>()
+            };
+            let output_gap = gap(attended.output.clone(), expected.clone());
+            assert!(output_gap < 1e-5, "{n_k} keys: output gap {output_gap}");
+            if device.is_autodiff() {
+                let grad = |y: Tensor<3>| {
+                    let u = values.clone().narrow(1, 0, 5);
+                    queries.grad(&(y * u).sum().backward()).expect("a gradient")
+                };
+                let grad_gap = gap(grad(attended.output), grad(expected));
+                assert!(grad_gap < 1e-5, "{n_k} keys: gradient gap {grad_gap}");
+            }
+            assert_eq!(
+                attended.attention_weights.tensor().into_data(),
+                weights.into_data(),
+                "{n_k} keys"
+            );
+            // NaN in the last value of every sequence, a key both masks hide.
+            let nan = Tensor::<3>::full([2, 1, 3], f32::NAN, &device);
+            let values =
+                Tensor::cat(vec![values.narrow(1, 0, n_k - 1), nan], 1);
+            let output = layer
+                .forward(queries.clone(), keys, values, Some(&lens))
+                .output;
+            let has_nan = output.is_nan().any().into_scalar::<bool>();
+            assert_eq!(has_nan, n_k < min_keys, "{n_k} keys");
         }
     }
 }

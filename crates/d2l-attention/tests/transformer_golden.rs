@@ -187,7 +187,7 @@ fn every_block_the_encoder_and_the_decoder_match_pytorch() {
             assert_close(&w, out.output, &c["output"], TOL, TOL).max(
                 assert_close(
                     &w,
-                    merged(out.attention_weights),
+                    merged(out.attention_weights.tensor()),
                     &c["attention_weights"],
                     TOL,
                     TOL,
@@ -206,7 +206,7 @@ fn every_block_the_encoder_and_the_decoder_match_pytorch() {
             let want = &c["attention_weights"][i];
             dev = dev.max(assert_close(
                 &w,
-                merged(weights.clone()),
+                merged(weights.tensor()),
                 want,
                 TOL,
                 TOL,
@@ -224,14 +224,14 @@ fn every_block_the_encoder_and_the_decoder_match_pytorch() {
         let dev = assert_close(&w, out.output, &c["output"], TOL, TOL)
             .max(assert_close(
                 &w,
-                merged(out.self_attention),
+                merged(out.self_attention.tensor()),
                 &c["self_attention"],
                 TOL,
                 TOL,
             ))
             .max(assert_close(
                 &w,
-                merged(out.cross_attention.unwrap()),
+                merged(out.cross_attention.unwrap().tensor()),
                 &c["cross_attention"],
                 TOL,
                 TOL,

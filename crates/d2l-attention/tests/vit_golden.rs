@@ -194,7 +194,7 @@ fn patch_embedding_mlp_and_block_match_pytorch() {
         let mut dev = close(&w, out.output, &c["output"]);
         dev = dev.max(close(
             &w,
-            merged(out.attention_weights),
+            merged(out.attention_weights.tensor()),
             &c["attention_weights"],
         ));
         let lens = valid_lens(&c["valid_lens"], &device);
@@ -202,7 +202,7 @@ fn patch_embedding_mlp_and_block_match_pytorch() {
         dev = dev.max(close(&w, out.output, &c["output_valid_lens"]));
         dev = dev.max(close(
             &w,
-            merged(out.attention_weights),
+            merged(out.attention_weights.tensor()),
             &c["attention_weights_valid_lens"],
         ));
         println!("{w}: {dev:.1e}");
@@ -221,7 +221,7 @@ fn the_vit_its_mean_pooling_and_its_gradients_match_pytorch() {
         let mut dev = close(&w, out.logits.clone(), &c["logits"]);
         for (i, weights) in out.attention_weights.into_iter().enumerate() {
             dev =
-                dev.max(close(&w, merged(weights), &c["attention_weights"][i]));
+                dev.max(close(&w, merged(weights.tensor()), &c["attention_weights"][i]));
         }
         let mean = weights(c, &device)
             .vit(sizes, Pool::Mean)

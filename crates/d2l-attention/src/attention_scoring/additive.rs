@@ -160,7 +160,7 @@ impl AdditiveAttention {
     /// let attended = layer.forward(queries, keys, values, Some(&valid_lens));
     /// assert_eq!(attended.output.dims(), [2, 1, 4]);
     /// // The weights past each valid length are exactly 0.
-    /// let weights = attended.attention_weights.try_into_vec_as::<f32>().unwrap();
+    /// let weights = attended.attention_weights.tensor().try_into_vec_as::<f32>().unwrap();
     /// assert!(weights[2..10].iter().all(|&w| w == 0.0));
     /// ```
     // ANCHOR: additive_forward
@@ -260,9 +260,9 @@ impl AdditiveAttention {
     /// let layer = AdditiveAttentionConfig::new(2, 20, 8).init(&device);
     /// let projected = layer.project_keys(keys.clone(), values.clone(), Some(valid_lens.clone()));
     /// // The same weights as `forward`, to rounding.
-    /// let fast = layer.attend(queries.clone(), &projected).attention_weights;
+    /// let fast = layer.attend(queries.clone(), &projected).attention_weights.tensor();
     /// let plain = layer.forward(queries, keys, values, Some(&valid_lens));
-    /// let gap = (fast - plain.attention_weights).abs().max().into_scalar::<f32>();
+    /// let gap = (fast - plain.attention_weights.tensor()).abs().max().into_scalar::<f32>();
     /// assert!(gap < 1e-6);
     /// ```
     pub fn attend(

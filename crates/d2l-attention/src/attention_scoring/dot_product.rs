@@ -7,7 +7,7 @@ use burn::nn::{Dropout, DropoutConfig};
 use burn::prelude::Config;
 use burn::tensor::Tensor;
 
-use crate::kernels::{self, softmax};
+use crate::kernels::{self, AttentionMask, softmax};
 
 use super::*;
 
@@ -100,24 +100,56 @@ impl DotProductAttention {
     /// ```
     // ANCHOR: dot_product
     pub fn scores(&self, queries: Tensor<3>, keys: Tensor<3>) -> Tensor<3> {
-        let (q, k) = (queries.dims(), keys.dims());
-        assert!(
-            q[0] == k[0] && q[2] == k[2],
-            "`queries` {q:?} and `keys` {k:?} disagree: a dot product needs \
-             one batch size (dimension 0) and one vector size (dimension 2)"
-        );
+        check_dot(&queries, &keys);
+        let d = queries.dims()[2];
         let scores = queries.matmul(keys.swap_dims(1, 2));
         if self.scaled {
-            scores / (q[2] as f64).sqrt()
+            scores / (d as f64).sqrt()
         } else {
             scores
         }
     }
     // ANCHOR_END: dot_product
 
+    /// d2l's attention weights: the masked softmax ([`masked_softmax`])
+    /// of [`DotProductAttention::scores`], (batch_size, num_queries,
+    /// num_keys).
+    ///
+    /// # Panics
+    /// As [`DotProductAttention::scores`] and [`ValidLens::mask`].
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::{Device, Tensor};
+    /// use d2l_attention::attention_scoring::{DotProductAttentionConfig, ValidLens};
+    ///
+    /// let device = Device::flex();
+    /// let x = Tensor::<3>::ones([1, 1, 2], &device);
+    /// let keys = Tensor::<3>::ones([1, 4, 2], &device);
+    /// let lens = ValidLens::new(&[2], &device);
+    /// let weights = DotProductAttentionConfig::new().init().weights(x, keys, Some(&lens));
+    /// assert_eq!(weights.try_into_vec_as::<f32>().unwrap(), [0.5, 0.5, 0.0, 0.0]);
+    /// ```
+    pub fn weights(
+        &self,
+        queries: Tensor<3>,
+        keys: Tensor<3>,
+        valid_lens: Option<&ValidLens>,
+    ) -> Tensor<3> {
+        kernels::masked_softmax(self.scores(queries, keys), valid_lens)
+    }
+
     /// Attention pooling of `values` (batch_size, num_keys, value_size) for
     /// `queries` (batch_size, num_queries, d) over `keys` (batch_size,
     /// num_keys, d), masked by `valid_lens` as in [`masked_softmax`].
+    ///
+    /// Scaled scores take the fused operation ([`kernels::attention`]: no
+    /// score matrix in memory, its own backward pass; the same result
+    /// within rounding, the same dropout masks) where it pays
+    /// ([`kernels::fused_attention_pays`]: f32 on flex, 64 keys or more,
+    /// 128 under autodiff); the weights are then built
+    /// only when asked ([`AttentionWeights::tensor`]). Everything else
+    /// takes d2l's form.
     ///
     /// # Panics
     /// When the shapes disagree or `valid_lens` does not fit (see
@@ -147,11 +179,57 @@ impl DotProductAttention {
         valid_lens: Option<&ValidLens>,
     ) -> Attended {
         check_qkv(&queries, &keys, &values);
+        check_dot(&queries, &keys);
+        if self.scaled
+            && kernels::fused_attention_pays(&queries, keys.dims()[1])
+        {
+            return self.forward_fused(queries, keys, values, valid_lens);
+        }
         let weights =
             kernels::masked_softmax(self.scores(queries, keys), valid_lens);
         pool(&self.dropout, weights, values)
     }
     // ANCHOR_END: dot_product_forward
+
+    /// [`DotProductAttention::forward`] through [`kernels::attention`],
+    /// one head per sequence.
+    fn forward_fused(
+        &self,
+        queries: Tensor<3>,
+        keys: Tensor<3>,
+        values: Tensor<3>,
+        valid_lens: Option<&ValidLens>,
+    ) -> Attended {
+        let mask =
+            valid_lens.map_or(AttentionMask::None, AttentionMask::ValidLens);
+        let head = |x: &Tensor<3>| x.clone().unsqueeze_dim::<4>(1);
+        let output = kernels::attention(
+            head(&queries),
+            head(&keys),
+            head(&values),
+            mask,
+            &self.dropout,
+        );
+        Attended {
+            output: output.squeeze_dim(1),
+            attention_weights: AttentionWeights::of_scores(
+                self, queries, keys, valid_lens,
+            ),
+        }
+    }
+}
+
+/// Checks that `queries` (b, n_q, d) and `keys` (b, n_k, d) share b and d.
+///
+/// # Panics
+/// Naming both shapes.
+fn check_dot(queries: &Tensor<3>, keys: &Tensor<3>) {
+    let (q, k) = (queries.dims(), keys.dims());
+    assert!(
+        q[0] == k[0] && q[2] == k[2],
+        "`queries` {q:?} and `keys` {k:?} disagree: a dot product needs \
+         one batch size (dimension 0) and one vector size (dimension 2)"
+    );
 }
 
 /// Bilinear scores a(q, k) = kᵀ W q (seed `002`'s table; Luong et al.,

@@ -57,7 +57,127 @@ pub struct Attended {
     /// The pooled values: (batch_size, num_queries, value_size).
     pub output: Tensor<3>,
     /// The attention weights (before dropout): (batch_size, num_queries, num_keys).
-    pub attention_weights: Tensor<3>,
+    pub attention_weights: AttentionWeights<3>,
+}
+
+/// Attention weights (before dropout), made when asked: a layer that
+/// pooled through the fused operation ([`crate::kernels::attention`])
+/// never built its weights, and [`AttentionWeights::tensor`] builds them
+/// from its queries and keys in d2l's form (the masked softmax of the
+/// scores); a layer that built them holds them. Shapes change with
+/// [`AttentionWeights::reshape`], without building anything.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::attention_scoring::{DotProductAttentionConfig, ValidLens};
+///
+/// let device = Device::flex();
+/// let x = Tensor::<3>::ones([2, 3, 4], &device);
+/// let valid_lens = ValidLens::new(&[2, 3], &device);
+/// let layer = DotProductAttentionConfig::new().init();
+/// let weights = layer.forward(x.clone(), x.clone(), x, Some(&valid_lens)).attention_weights;
+/// let weights = weights.reshape([2, 1, 3, 3]).tensor();
+/// // Equal scores: uniform over each sequence's valid keys.
+/// let row = weights.narrow(0, 0, 1).try_into_vec_as::<f32>().unwrap();
+/// assert_eq!(row[..3], [0.5, 0.5, 0.0]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct AttentionWeights<const D: usize> {
+    source: WeightsSource,
+    dims: [usize; D],
+}
+
+/// Where [`AttentionWeights`] come from.
+#[derive(Clone, Debug)]
+enum WeightsSource {
+    /// Built: (batch_size, num_queries, num_keys).
+    Built(Box<Tensor<3>>),
+    /// To build.
+    Scores(Box<Deferred>),
+}
+
+/// What a layer needs to build its weights: `layer`'s masked softmax of
+/// its scores of `queries` over `keys`.
+#[derive(Clone, Debug)]
+struct Deferred {
+    layer: DotProductAttention,
+    queries: Tensor<3>,
+    keys: Tensor<3>,
+    valid_lens: Option<ValidLens>,
+}
+
+impl AttentionWeights<3> {
+    /// Weights already built, (batch_size, num_queries, num_keys).
+    pub(crate) fn built(weights: Tensor<3>) -> Self {
+        let dims = weights.dims();
+        Self {
+            source: WeightsSource::Built(Box::new(weights)),
+            dims,
+        }
+    }
+
+    /// `layer`'s weights for `queries` over `keys`, to build when asked.
+    pub(crate) fn of_scores(
+        layer: &DotProductAttention,
+        queries: Tensor<3>,
+        keys: Tensor<3>,
+        valid_lens: Option<&ValidLens>,
+    ) -> Self {
+        let ([b, n_q, _], n_k) = (queries.dims(), keys.dims()[1]);
+        let source = WeightsSource::Scores(Box::new(Deferred {
+            layer: layer.clone(),
+            queries,
+            keys,
+            valid_lens: valid_lens.cloned(),
+        }));
+        Self {
+            source,
+            dims: [b, n_q, n_k],
+        }
+    }
+}
+
+impl<const D: usize> AttentionWeights<D> {
+    /// The weights' shape.
+    pub fn dims(&self) -> [usize; D] {
+        self.dims
+    }
+
+    /// The same weights in another shape of as many elements, as
+    /// [`Tensor::reshape`] (nothing is built).
+    ///
+    /// # Panics
+    /// When the number of elements differs.
+    pub fn reshape<const D2: usize>(
+        self,
+        dims: [usize; D2],
+    ) -> AttentionWeights<D2> {
+        let count = |d: &[usize]| d.iter().product::<usize>();
+        assert!(
+            count(&dims) == count(&self.dims),
+            "cannot reshape attention weights {:?} to {dims:?}",
+            self.dims
+        );
+        AttentionWeights {
+            source: self.source,
+            dims,
+        }
+    }
+
+    /// The weights as a tensor of shape [`AttentionWeights::dims`], built
+    /// now if the layer did not build them.
+    pub fn tensor(&self) -> Tensor<D> {
+        let weights = match &self.source {
+            WeightsSource::Built(weights) => weights.as_ref().clone(),
+            WeightsSource::Scores(of) => of.layer.weights(
+                of.queries.clone(),
+                of.keys.clone(),
+                of.valid_lens.as_ref(),
+            ),
+        };
+        weights.reshape(self.dims)
+    }
 }
 
 /// Checks that keys (b, k, dk) and values (b, k, dv) are rank 3 with the
@@ -103,7 +223,7 @@ pub(crate) fn pool(
     let output = dropout(layer, weights.clone()).matmul(values);
     Attended {
         output,
-        attention_weights: weights,
+        attention_weights: AttentionWeights::built(weights),
     }
 }
 // ANCHOR_END: pool

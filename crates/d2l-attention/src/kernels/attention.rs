@@ -8,7 +8,7 @@ use burn::backend::{
     Backend, Dispatch, ExtensionType, TensorMetadata, get_device_settings,
 };
 use burn::nn::Dropout;
-use burn::tensor::{DType, Int, Shape, Tensor, TensorData};
+use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 
 use super::AttentionOps;
 use super::mask::dropout_mask;
@@ -122,11 +122,7 @@ fn hidden<B: Backend>(
     n_k: usize,
     device: &B::Device,
 ) -> Option<BoolTensor<B>> {
-    // Positions in the valid lengths' own integer dtype (flex's I32).
-    let dtype = match &mask {
-        KeyMask::ValidLens(lens) => lens.dtype().into(),
-        _ => burn::tensor::IntDType::I64,
-    };
+    let dtype = burn::tensor::IntDType::I64;
     let bool_dtype = get_device_settings::<B>(device).bool_dtype;
     let keys = B::int_reshape(
         B::int_arange(0..n_k as i64, device, dtype),
@@ -146,16 +142,9 @@ fn hidden<B: Backend>(
     match mask {
         KeyMask::All => None,
         KeyMask::ValidLens(lens) => {
-            let shape = lens.shape();
-            let (b, per) = (shape[0], shape[1]);
-            let lens = B::int_reshape(lens, [b, 1, per, 1].into());
-            let full: Shape = [b, 1, n_q, n_k].into();
-            let keys = B::int_expand(keys_q, full.clone());
-            Some(B::int_greater_equal(
-                keys,
-                B::int_expand(lens, full),
-                bool_dtype,
-            ))
+            let b = lens.shape()[0];
+            let hidden = super::hidden::<B>(lens, &[b, n_q, n_k].into());
+            Some(B::bool_reshape(hidden, [b, 1, n_q, n_k].into()))
         }
         KeyMask::Causal => {
             Some(B::int_greater(keys_q, positions(0), bool_dtype))
@@ -313,6 +302,50 @@ pub(super) fn backward_ops<B: Backend>(
         sum_groups::<B>(dk, kv_heads),
         sum_groups::<B>(dv, kv_heads),
     )
+}
+
+/// The fewest keys for which a layer on a plain device takes
+/// [`attention`]: its forward pass beat d2l's form on flex from 16 keys at
+/// d = 8 and from 48 at d = 64 (`cargo bench --bench crossover`, 2-core
+/// AMD EPYC, `benches/reports/2026-12-05-fused-attention.md`).
+pub const FUSED_MIN_KEYS: usize = 64;
+
+/// The fewest keys for which a layer on an autodiff device takes
+/// [`attention`]: forward and backward beat d2l's form from 16 keys at
+/// d = 8 but only from 128 at d = 64 (96 keys: 1.3× slower; same bench).
+pub const FUSED_MIN_TRAINING_KEYS: usize = 128;
+
+/// Whether a layer takes [`attention`] for `queries` against `num_keys`
+/// keys: f32 on flex (where it runs FlashAttention-2; elsewhere it runs
+/// the same burn operations as d2l's form) and at least
+/// [`FUSED_MIN_KEYS`] keys, [`FUSED_MIN_TRAINING_KEYS`] on an autodiff
+/// device.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{DType, Device, Tensor};
+/// use d2l_attention::kernels::fused_attention_pays;
+///
+/// let x = Tensor::<3>::zeros([8, 100, 16], &Device::flex());
+/// assert!(fused_attention_pays(&x, 100));
+/// assert!(!fused_attention_pays(&x, 10));
+/// assert!(!fused_attention_pays(&x.clone().cast(DType::F64), 100));
+/// let training = Tensor::<3>::zeros([8, 100, 16], &Device::flex().autodiff());
+/// assert!(!fused_attention_pays(&training, 100));
+/// assert!(fused_attention_pays(&training, 128));
+/// ```
+pub fn fused_attention_pays<const D: usize>(
+    queries: &Tensor<D>,
+    num_keys: usize,
+) -> bool {
+    let device = queries.device();
+    let (inner, min_keys) = match device.is_autodiff() {
+        true => (device.inner(), FUSED_MIN_TRAINING_KEYS),
+        false => (device, FUSED_MIN_KEYS),
+    };
+    inner == Device::flex()
+        && queries.dtype() == DType::F32
+        && num_keys >= min_keys
 }
 
 /// Scaled dot-product attention as one operation: softmax(Q Kᵀ / √d) V

@@ -49,7 +49,10 @@ use burn::tensor::{Distribution, IntDType, Shape, Tensor};
 
 use crate::masks::{ValidLens, mask_value};
 
-pub use attention::{AttentionMask, KeyMask, WeightDropout, attention};
+pub use attention::{
+    AttentionMask, FUSED_MIN_KEYS, FUSED_MIN_TRAINING_KEYS, KeyMask,
+    WeightDropout, attention, fused_attention_pays,
+};
 pub use exp::{OVERFLOW, UNDERFLOW};
 
 /// The operations, one implementation per backend (burn's own operations

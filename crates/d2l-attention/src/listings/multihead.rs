@@ -148,7 +148,7 @@ fn heads_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let attended =
         attention.forward(x.clone(), x.clone(), x, Some(&valid_lens));
     // (1, num_heads, 6, 6): one row of panels, one panel per head
-    let weights = attended.attention_weights;
+    let weights = attended.attention_weights.tensor();
     let titles = ["Head 0", "Head 1", "Head 2", "Head 3"];
     let options = HeatmapOptions {
         titles: Some(&titles),
@@ -219,7 +219,7 @@ fn burn_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let gap =
         |a: Tensor<4>, b: Tensor<4>| (a - b).abs().max().into_scalar::<f32>();
     let output_gap = gap(a.output.unsqueeze(), b.context.unsqueeze());
-    let weights_gap = gap(a.attention_weights, b.weights);
+    let weights_gap = gap(a.attention_weights.tensor(), b.weights);
     writeln!(out, "outputs agree within 1e-5: {}", output_gap < 1e-5)?;
     writeln!(out, "weights agree within 1e-5: {}", weights_gap < 1e-5)?;
     // ANCHOR_END: burn

@@ -262,7 +262,8 @@ pub fn bert_run(
         .chain(data.decode(&masked).split(' ').map(str::to_owned))
         .chain(["<eos>".to_owned()])
         .collect::<Vec<_>>();
-    let grid = layer_head_grid(&filled.attention_weights);
+    let weights = filled.attention_weights.iter().map(|w| w.tensor());
+    let grid = layer_head_grid(&weights.collect::<Vec<_>>());
     let figure = attention_figure(&grid, &tokens, &tokens, "Keys", "Queries")?;
     out.figure("pretrain-bert-attention", figure);
     Ok((model, data))

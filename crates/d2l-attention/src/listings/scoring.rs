@@ -65,7 +65,7 @@ fn additive_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         .init(device);
     let attended = attention.forward(queries, keys, values, Some(&valid_lens));
     writeln!(out, "{}", format_tensor(attended.output, 4))?;
-    let weights = attended.attention_weights.reshape([1, 1, 2, 10]);
+    let weights = attended.attention_weights.tensor().reshape([1, 1, 2, 10]);
     // 2 queries × 10 keys: a wide figure
     let options = HeatmapOptions {
         figsize: (5.0, 1.6),
@@ -90,7 +90,7 @@ fn dot_product_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         Some(&valid_lens),
     );
     writeln!(out, "{}", format_tensor(attended.output, 4))?;
-    let weights = attended.attention_weights.reshape([1, 1, 2, 10]);
+    let weights = attended.attention_weights.tensor().reshape([1, 1, 2, 10]);
     // 2 queries × 10 keys: a wide figure
     let options = HeatmapOptions {
         figsize: (5.0, 1.6),
@@ -244,7 +244,7 @@ fn projection_exercise(
     writeln!(
         out,
         "weights:\n{}",
-        format_tensor(attended.attention_weights, 4)
+        format_tensor(attended.attention_weights.tensor(), 4)
     )?;
     // ANCHOR_END: projection_exercise
     Ok(())
@@ -272,7 +272,7 @@ fn other_keys_exercise(
     let a = additive.forward(queries, keys.clone(), values.clone(), lens);
     let queries = randn([2, 1, 2], 2, device);
     let d = dot.forward(queries, keys, values, lens);
-    let (a, d) = (a.attention_weights, d.attention_weights);
+    let (a, d) = (a.attention_weights.tensor(), d.attention_weights.tensor());
     writeln!(out, "additive:\n{}", format_tensor(a.clone(), 4))?;
     writeln!(out, "dot product:\n{}", format_tensor(d.clone(), 4))?;
     // (1, 2, 2, 10): the two layers side by side
@@ -504,7 +504,7 @@ mod tests {
                 values,
                 Some(&lens),
             );
-            (a.attention_weights, d.attention_weights)
+            (a.attention_weights.tensor(), d.attention_weights.tensor())
         };
         let (a, d) = weights(Tensor::ones([2, 10, 2], &device));
         let gap = (a - d).abs().max().into_scalar::<f32>();

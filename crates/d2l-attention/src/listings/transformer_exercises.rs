@@ -168,7 +168,7 @@ fn long_exercise(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     for n in [10, 100, 1000] {
         let x = Tensor::<3>::zeros([1, n, 32], device);
         let weights = block.forward(x, None).attention_weights;
-        let bytes = weights.shape().num_elements() * 4; // f32
+        let bytes = weights.dims().iter().product::<usize>() * 4; // f32
         writeln!(
             out,
             "n = {n:>4}: weights {:?}, {bytes:>8} bytes per layer",

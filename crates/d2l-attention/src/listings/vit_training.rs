@@ -269,7 +269,7 @@ fn attention_over_images(
             for h in 0..num_heads {
                 // the <cls> query's weights on the 16 patches
                 let cls = w
-                    .clone()
+                    .tensor()
                     .narrow(0, row, 1)
                     .narrow(1, h, 1)
                     .narrow(2, 0, 1)

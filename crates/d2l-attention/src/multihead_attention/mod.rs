@@ -15,7 +15,8 @@ pub use pytorch::{
 };
 
 use crate::attention_scoring::{
-    AdditiveAttention, AdditiveAttentionConfig, Attended, DotProductAttention,
+    AdditiveAttention, AdditiveAttentionConfig, Attended, AttentionWeights,
+    DotProductAttention,
     DotProductAttentionConfig, TORCH_LINEAR, ValidLens, check_fits,
 };
 
@@ -217,8 +218,8 @@ pub struct MultiHeadAttended {
     /// (batch_size, num_queries, num_hiddens).
     pub output: Tensor<3>,
     /// Every head's weights (before dropout): (batch_size, num_heads,
-    /// num_queries, num_keys).
-    pub attention_weights: Tensor<4>,
+    /// num_queries, num_keys), built when asked.
+    pub attention_weights: AttentionWeights<4>,
 }
 
 impl MultiHeadAttention {
@@ -248,7 +249,7 @@ impl MultiHeadAttention {
     /// let keys = d2l_attention::random::randn([2, 5, 2], 1, &device);
     /// let values = d2l_attention::random::randn([2, 5, 4], 2, &device);
     /// let valid_lens = ValidLens::new(&[5, 0], &device);
-    /// let weights = attention.forward(queries, keys, values, Some(&valid_lens)).attention_weights;
+    /// let weights = attention.forward(queries, keys, values, Some(&valid_lens)).attention_weights.tensor();
     /// // Sequence 1 has no valid key: uniform weights in all three heads.
     /// let row = weights.narrow(0, 1, 1).try_into_vec_as::<f32>().unwrap();
     /// assert!(row.iter().all(|&w| (w - 0.2).abs() < 1e-6));

@@ -376,7 +376,7 @@ impl MultiHeadAttention {
         let weights = masked_softmax_by(scores, hidden);
         let attended = pool(&attention.dropout, weights, v);
         let output = self.w_o.forward(transpose_output(attended.output, h));
-        let per_head = attended.attention_weights.reshape([n, h, l, s]);
+        let per_head = attended.attention_weights.tensor().reshape([n, h, l, s]);
         PytorchMhaOutput {
             attn_output: layout(output),
             attn_weights: per_head.clone().mean_dim(1).reshape([n, l, s]),

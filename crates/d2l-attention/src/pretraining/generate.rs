@@ -8,7 +8,7 @@ use rand::{RngExt, SeedableRng};
 
 use super::data::{BOS, CLS, EOS, MASK};
 use super::models::{CausalLm, MaskedLm};
-use crate::attention_scoring::ValidLens;
+use crate::attention_scoring::{AttentionWeights, ValidLens};
 use crate::seq2seq::predict::check_device;
 use crate::seq2seq::{AttentionMap, Seq2SeqError};
 
@@ -19,7 +19,7 @@ pub struct Filled {
     pub candidates: Vec<(usize, f64)>,
     /// Each block's self-attention over `<cls>`, the words and `<eos>`:
     /// (1, num_heads, n, n).
-    pub attention_weights: Vec<Tensor<4>>,
+    pub attention_weights: Vec<AttentionWeights<4>>,
 }
 
 /// `words` (indices, exactly one of them [`MASK`]) read by `model` as

@@ -10,7 +10,7 @@ use rand::seq::SliceRandom;
 
 use super::batch::{LmBatch, causal_batch, mlm_batch};
 use super::masking::{check_words, mask_tokens};
-use crate::attention_scoring::ValidLens;
+use crate::attention_scoring::{AttentionWeights, ValidLens};
 use crate::seq2seq::{Decoded, Decoder, Encoder};
 use crate::transformer::{
     TransformerConfig, TransformerDecoder, TransformerDecoderState,
@@ -112,7 +112,7 @@ pub struct MlmOutput {
     pub logits: Tensor<3>,
     /// Each block's self-attention weights, (batch_size, num_heads,
     /// num_steps, num_steps): every token attends to every token.
-    pub attention_weights: Vec<Tensor<4>>,
+    pub attention_weights: Vec<AttentionWeights<4>>,
     /// The encoder's outputs, (batch_size, num_steps, num_hiddens).
     pub encoded: Tensor<3>,
 }

@@ -6,7 +6,7 @@ use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor};
 
 use super::*;
-use crate::attention_scoring::ValidLens;
+use crate::attention_scoring::{AttentionWeights, ValidLens};
 use crate::seq2seq::{Decoded, Decoder};
 
 impl TransformerBlockConfig {
@@ -106,10 +106,10 @@ pub struct DecoderBlockOutput {
     pub key_values: Tensor<3>,
     /// The self-attention's weights: (batch_size, num_heads, num_steps,
     /// past + num_steps).
-    pub self_attention: Tensor<4>,
+    pub self_attention: AttentionWeights<4>,
     /// The encoder–decoder attention's weights, (batch_size, num_heads,
     /// num_steps, num_src_steps), if the block has one.
-    pub cross_attention: Option<Tensor<4>>,
+    pub cross_attention: Option<AttentionWeights<4>>,
 }
 
 /// Valid lengths that let query i of `num_steps` new steps, after `past`
@@ -308,10 +308,10 @@ impl Decoder<TransformerEncoded> for TransformerDecoder {
             x = out.output;
             cache.push(Some(out.key_values));
             let kind = AttentionKind::DecoderSelfAttention;
-            maps.extend(head_maps(kind, layer, out.self_attention));
+            maps.extend(head_maps(kind, layer, &out.self_attention));
             if let Some(weights) = out.cross_attention {
                 let kind = AttentionKind::EncoderDecoder;
-                cross_maps.extend(head_maps(kind, layer, weights));
+                cross_maps.extend(head_maps(kind, layer, &weights));
             }
         }
         maps.append(&mut cross_maps);

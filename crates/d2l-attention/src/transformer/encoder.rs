@@ -5,7 +5,7 @@ use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor};
 
 use super::*;
-use crate::attention_scoring::ValidLens;
+use crate::attention_scoring::{AttentionWeights, ValidLens};
 use crate::multihead_attention::MultiHeadAttended;
 use crate::seq2seq::Encoder;
 
@@ -115,7 +115,7 @@ pub struct TransformerEncoded {
     pub outputs: Tensor<3>,
     /// Each block's self-attention weights, (batch_size, num_heads,
     /// num_steps, num_steps), from the first block up.
-    pub attention_weights: Vec<Tensor<4>>,
+    pub attention_weights: Vec<AttentionWeights<4>>,
 }
 
 impl Encoder for TransformerEncoder {
@@ -158,7 +158,7 @@ impl Encoder for TransformerEncoder {
             .iter()
             .enumerate()
             .flat_map(|(layer, w)| {
-                head_maps(AttentionKind::EncoderSelfAttention, layer, w.clone())
+                head_maps(AttentionKind::EncoderSelfAttention, layer, w)
             })
             .collect()
     }

@@ -30,7 +30,7 @@ use burn::tensor::{Device, Int, Tensor, activation::relu};
 
 use crate::kernels::dropout;
 
-use crate::attention_scoring::TORCH_LINEAR;
+use crate::attention_scoring::{AttentionWeights, TORCH_LINEAR};
 use crate::multihead_attention::{
     MultiHeadAttention, MultiHeadAttentionConfig,
 };
@@ -476,8 +476,9 @@ fn embed(
 fn head_maps(
     kind: AttentionKind,
     layer: usize,
-    weights: Tensor<4>,
+    weights: &AttentionWeights<4>,
 ) -> Vec<AttentionMap> {
+    let weights = weights.tensor();
     let [batch_size, num_heads, num_queries, num_keys] = weights.dims();
     (0..num_heads)
         .map(|head| AttentionMap {

@@ -12,7 +12,7 @@ use burn::nn::{
 };
 use burn::tensor::{Device, Tensor};
 
-use crate::attention_scoring::{TORCH_LINEAR, ValidLens};
+use crate::attention_scoring::{AttentionWeights, TORCH_LINEAR, ValidLens};
 use crate::kernels::dropout;
 use crate::multihead_attention::{
     MultiHeadAttended, MultiHeadAttention, MultiHeadAttentionConfig,
@@ -360,7 +360,7 @@ pub struct ViTOutput {
     pub logits: Tensor<2>,
     /// Each block's attention weights, (batch_size, num_heads,
     /// num_patches + 1, num_patches + 1), `<cls>` first.
-    pub attention_weights: Vec<Tensor<4>>,
+    pub attention_weights: Vec<AttentionWeights<4>>,
 }
 
 impl ViT {
