@@ -195,6 +195,23 @@ impl<B: Backend + AttentionOps, C: CheckpointStrategy> AttentionOps
         })
     }
 
+    /// The gradient g · GELU′(x), from the input x.
+    fn gelu(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        let input = x.clone().into_primitive();
+        track::<B, C, _>(x, input, <B as AttentionOps>::gelu, |_, x, g| {
+            <B as AttentionOps>::gelu_backward(x, g)
+        })
+    }
+
+    /// The inner backend's, untracked (no second derivatives).
+    fn gelu_backward(
+        x: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        let (x, grad) = (x.into_primitive(), grad.into_primitive());
+        FloatTensor::<Self>::new(<B as AttentionOps>::gelu_backward(x, grad))
+    }
+
     /// The gradient of e^x is g ⊙ y.
     fn exp(x: FloatTensor<Self>) -> FloatTensor<Self> {
         track::<B, C, _>(x, (), <B as AttentionOps>::exp, |y, (), g| {

@@ -5,6 +5,7 @@
 use super::attention::{KeyMask, WeightDropout, key_ranges};
 use super::exp::{Row, masked_rows, rows};
 use super::flash::{self, Problem, Upstream};
+use super::gelu;
 use super::mask::{Keep, dropout_mask};
 use super::{AttentionOps, attention};
 use burn::backend::flex::{FlexDevice, FlexTensor};
@@ -221,6 +222,34 @@ impl AttentionOps for Flex {
             DType::F32 => map_rows(Row::LogSoftmax, x),
             _ => Flex::log_softmax(x.clone(), last_dim(&x)),
         }
+    }
+
+    fn gelu(x: FlexTensor) -> FlexTensor {
+        match x.dtype() {
+            DType::F32 => {
+                apply_rows(x, None, |x, y, _| gelu::forward_slice(x, y))
+            }
+            _ => <Flex as ActivationOps<Flex>>::gelu(x),
+        }
+    }
+
+    fn gelu_backward(x: FlexTensor, grad: FlexTensor) -> FlexTensor {
+        let f32s = x.dtype() == DType::F32 && grad.dtype() == DType::F32;
+        if !f32s || x.shape() != grad.shape() {
+            return <Flex as ActivationOps<Flex>>::gelu_backward(x, grad);
+        }
+        let shape = x.shape();
+        let (x, g) = (x.to_contiguous(), grad.to_contiguous());
+        let (xs, gs) = (
+            x.as_slice::<f32>().expect("f32"),
+            g.as_slice::<f32>().expect("f32"),
+        );
+        let mut output = vec![0.0f32; xs.len()];
+        output
+            .par_chunks_mut(TASK)
+            .zip(xs.par_chunks(TASK).zip(gs.par_chunks(TASK)))
+            .for_each(|(dx, (x, g))| gelu::backward_slice(x, g, dx));
+        FlexTensor::from_data(TensorData::new(output, shape))
     }
 
     fn exp(x: FlexTensor) -> FlexTensor {

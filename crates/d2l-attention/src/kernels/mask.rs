@@ -13,6 +13,9 @@ use rayon::prelude::*;
 /// Elements per parallel task.
 const CHUNK: usize = 1 << 14;
 
+/// Words drawn from the stream at a time.
+const WORDS: usize = 256;
+
 /// Which weights dropout keeps: word w of the ChaCha8 stream of `seed`
 /// keeps weight w when it is below (1 − p) · 2³², and a kept weight is
 /// scaled by 1/(1 − p). Weight w of a (…, rows, cols) tensor is its
@@ -48,9 +51,20 @@ impl Keep {
     pub(crate) fn fill(&self, start: usize, out: &mut [f32]) {
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
         rng.set_word_pos(start as u128);
-        for m in out {
-            let kept = u64::from(rng.next_u32()) < self.threshold;
-            *m = if kept { self.scale } else { 0.0 };
+        // The stream's words in blocks (little-endian bytes, the order
+        // `next_u32` reads them in), then one comparison per weight.
+        let mut bytes = [0u8; 4 * WORDS];
+        for chunk in out.chunks_mut(WORDS) {
+            let bytes = &mut bytes[..4 * chunk.len()];
+            rng.fill_bytes(bytes);
+            for (m, word) in chunk.iter_mut().zip(bytes.chunks_exact(4)) {
+                let word = u32::from_le_bytes(word.try_into().expect("4"));
+                *m = if u64::from(word) < self.threshold {
+                    self.scale
+                } else {
+                    0.0
+                };
+            }
         }
     }
 }

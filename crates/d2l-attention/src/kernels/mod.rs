@@ -23,7 +23,8 @@
 //!
 //! The functions below are what the library calls: [`softmax`],
 //! [`log_softmax`] (the loss), [`masked_softmax`] (the attention layers),
-//! [`sigmoid`] (the GRU's gates) and [`dropout`]. The scoring chapter shows
+//! [`sigmoid`] (the GRU's gates), [`gelu`] (the ViT's MLP) and
+//! [`dropout`]. The scoring chapter shows
 //! d2l's form of the masked softmax,
 //! [`crate::attention_scoring::masked_softmax`] (fill, then [`softmax`]);
 //! `tests/kernels.rs` checks that [`masked_softmax`] computes the same.
@@ -37,6 +38,7 @@ mod autodiff;
 mod exp;
 mod flash;
 mod flex;
+mod gelu;
 mod mask;
 
 use burn::backend::ops::ActivationOps;
@@ -57,7 +59,8 @@ pub use exp::{OVERFLOW, UNDERFLOW};
 
 /// The operations, one implementation per backend (burn's own operations
 /// by default). Call them through [`softmax`], [`log_softmax`],
-/// [`masked_softmax`], [`exp`], [`sigmoid`] and [`dropout`].
+/// [`masked_softmax`], [`exp`], [`sigmoid`], [`gelu`], [`dropout`] and
+/// [`attention`].
 #[backend_extension(
     Flex,
     LibTorch: cfg(feature = "tch"),
@@ -109,6 +112,19 @@ pub trait AttentionOps: Backend {
     /// 1 / (1 + e^−x) element by element.
     fn sigmoid(x: FloatTensor<Self>) -> FloatTensor<Self> {
         <Self as ActivationOps<Self>>::sigmoid(x)
+    }
+
+    /// GELU, x · Φ(x), element by element (the exact form, burn's `Gelu`).
+    fn gelu(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        <Self as ActivationOps<Self>>::gelu(x)
+    }
+
+    /// Its backward pass: `grad` · GELU′(x).
+    fn gelu_backward(
+        x: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        <Self as ActivationOps<Self>>::gelu_backward(x, grad)
     }
 
     /// Scaled dot-product attention's forward pass (see [`attention`]):
@@ -350,6 +366,30 @@ pub fn sigmoid<const D: usize>(x: Tensor<D>) -> Tensor<D> {
     Tensor::from_dispatch(<Dispatch as AttentionOps>::sigmoid(
         x.into_dispatch(),
     ))
+}
+
+/// GELU, x · Φ(x) with Φ the standard normal distribution function
+/// (Hendrycks and Gimpel, 2016), element by element: burn's [`Gelu`]
+/// (the exact form, PyTorch's `nn.GELU()` default) within 2e-7 + 2e-7 ·
+/// |value|, gradient too (`tests/kernels.rs`); on flex in SIMD lanes, with erfc
+/// from Numerical Recipes' Chebyshev fit (see `kernels/gelu.rs`), and one
+/// operation under autodiff. NaN for NaN and −∞, as burn's.
+///
+/// [`Gelu`]: burn::nn::Gelu
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::kernels::gelu;
+///
+/// let x = Tensor::<1>::from_floats([0.0, 1.0, -1.0], &Device::flex());
+/// let y = gelu(x).try_into_vec_as::<f32>().unwrap();
+/// // Φ(1) = 0.841345, Φ(−1) = 0.158655
+/// assert!((y[1] - 0.841_345).abs() < 1e-6 && (y[2] + 0.158_655).abs() < 1e-6);
+/// assert_eq!(y[0], 0.0);
+/// ```
+pub fn gelu<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+    Tensor::from_dispatch(<Dispatch as AttentionOps>::gelu(x.into_dispatch()))
 }
 
 /// burn's [`Dropout::forward`] with the mask from [`AttentionOps`]: `x`

@@ -7,13 +7,13 @@ use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{
-    Dropout, DropoutConfig, Gelu, Initializer, LayerNorm, LayerNormConfig,
-    Linear, LinearConfig,
+    Dropout, DropoutConfig, Initializer, LayerNorm, LayerNormConfig, Linear,
+    LinearConfig,
 };
 use burn::tensor::{Device, Tensor};
 
 use crate::attention_scoring::{AttentionWeights, TORCH_LINEAR, ValidLens};
-use crate::kernels::dropout;
+use crate::kernels::{dropout, gelu};
 use crate::multihead_attention::{
     MultiHeadAttended, MultiHeadAttention, MultiHeadAttentionConfig,
 };
@@ -92,8 +92,6 @@ impl PatchEmbedding {
 pub struct ViTMLP {
     /// (num_inputs → mlp_num_hiddens).
     pub dense1: Linear,
-    /// Exact (erf) GELU, PyTorch's `nn.GELU()` default.
-    pub gelu: Gelu,
     /// (mlp_num_hiddens → mlp_num_outputs).
     pub dense2: Linear,
     /// After each dense layer.
@@ -116,7 +114,6 @@ impl ViTMLP {
         };
         ViTMLP {
             dense1: linear(num_inputs, mlp_num_hiddens),
-            gelu: Gelu::new(),
             dense2: linear(mlp_num_hiddens, mlp_num_outputs),
             dropout: DropoutConfig::new(p).init(),
         }
@@ -127,8 +124,8 @@ impl ViTMLP {
     /// # Panics
     /// When `x` is not num_inputs wide.
     pub fn forward<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
-        let x =
-            dropout(&self.dropout, self.gelu.forward(self.dense1.forward(x)));
+        // exact (erf) GELU, PyTorch's `nn.GELU()` default
+        let x = dropout(&self.dropout, gelu(self.dense1.forward(x)));
         dropout(&self.dropout, self.dense2.forward(x))
     }
 }
