@@ -479,3 +479,159 @@ fn gelu_is_burn_s_exact_form_within_tolerance() {
         );
     }
 }
+
+/// Values and gradients (x, γ, β) of Σ LN(x) ⊙ u, by `ln` on `x`'s device.
+fn layer_norm_run(
+    x: &Tensor<3>,
+    params: [&Tensor<1>; 2],
+    u: &Tensor<3>,
+    ln: impl Fn(Tensor<3>, Tensor<1>, Tensor<1>) -> Tensor<3>,
+) -> Vec<Vec<f64>> {
+    let [gamma, beta] = params.map(|p| p.clone().require_grad());
+    let x = x.clone().require_grad();
+    let y = ln(x.clone(), gamma.clone(), beta.clone());
+    let grads = (y.clone() * u.clone()).sum().backward();
+    let grad = |t: Option<Tensor<3>>| t.unwrap().cast(DType::F64);
+    let vec =
+        |t: Tensor<1>| t.cast(DType::F64).try_into_vec_as::<f64>().unwrap();
+    vec![
+        vec(y.cast(DType::F64).flatten(0, 2)),
+        vec(grad(x.grad(&grads)).flatten(0, 2)),
+        vec(gamma.grad(&grads).unwrap()),
+        vec(beta.grad(&grads).unwrap()),
+    ]
+}
+
+#[test]
+fn layer_norm_is_burn_s_layer_within_tolerance() {
+    let _turn = RANDOM.lock().unwrap_or_else(|e| e.into_inner());
+    let reference = Device::flex().autodiff();
+    // Widths 1 (every output β), 7, 96 (the ViT's) and 130 (past the lanes);
+    // one row constant (variance 0), one far from 0 (mean 30, where a
+    // one-pass variance, E[x²] − E[x]², loses ~5e-5 in f32).
+    for (seed, &[b, n, d]) in [[2, 3, 1], [3, 4, 7], [2, 17, 96], [1, 3, 130]]
+        .iter()
+        .enumerate()
+    {
+        let seed = seed as u64;
+        let mut xs = randn([b, n, d], seed, &Device::flex())
+            .try_into_vec_as::<f32>()
+            .unwrap();
+        xs[..d].fill(0.5);
+        xs[d..2 * d].iter_mut().for_each(|v| *v += 30.0);
+        let data = |v: Vec<f32>, shape: Vec<usize>| TensorData::new(v, shape);
+        let u = randn([b, n, d], seed + 10, &Device::flex())
+            .try_into_vec_as::<f32>()
+            .unwrap();
+        let p = randn([2, d], seed + 20, &Device::flex())
+            .try_into_vec_as::<f32>()
+            .unwrap();
+        let tensors = |device: &Device, dtype| {
+            let t3 = |v: &[f32]| {
+                Tensor::<3>::from_data(data(v.to_vec(), vec![b, n, d]), device)
+                    .cast(dtype)
+            };
+            let t1 = |v: &[f32]| {
+                Tensor::<1>::from_data(data(v.to_vec(), vec![d]), device)
+                    .cast(dtype)
+            };
+            (t3(&xs), [t1(&p[..d]), t1(&p[d..])], t3(&u))
+        };
+        let (x, [g, bt], u_ref) = tensors(&reference, DType::F64);
+        let burn_ln = |x: Tensor<3>, gamma: Tensor<1>, beta: Tensor<1>| {
+            let mut ln = burn::nn::LayerNormConfig::new(d).init(&reference);
+            ln.gamma = Param::from_tensor(gamma);
+            ln.beta = Some(Param::from_tensor(beta));
+            ln.forward(x)
+        };
+        let want = layer_norm_run(&x, [&g, &bt], &u_ref, burn_ln);
+        for (mode, device) in common::modes() {
+            let (x, [g, bt], u) = tensors(&device, DType::F32);
+            if !device.is_autodiff() {
+                let y = kernels::layer_norm(x, g, bt, 1e-5);
+                let y = y
+                    .cast(DType::F64)
+                    .flatten::<1>(0, 2)
+                    .try_into_vec_as::<f64>()
+                    .unwrap();
+                assert_within("layer norm value", &mode, &y, &want[0]);
+                continue;
+            }
+            let ours = layer_norm_run(&x, [&g, &bt], &u, |x, g, b| {
+                kernels::layer_norm(x, g, b, 1e-5)
+            });
+            for ((what, a), b) in
+                ["value", "∂x", "∂γ", "∂β"].iter().zip(&ours).zip(&want)
+            {
+                assert_within(
+                    &format!("layer norm {what} (d = {d})"),
+                    &mode,
+                    a,
+                    b,
+                );
+            }
+        }
+    }
+}
+
+/// |a − b| ≤ 1e-5 + 1e-5·|b| element by element.
+fn assert_within(what: &str, mode: &str, a: &[f64], b: &[f64]) {
+    assert_eq!(a.len(), b.len(), "{what}: lengths");
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        let gap = (x - y).abs();
+        assert!(
+            gap <= 1e-5 + 1e-5 * y.abs(),
+            "{mode}: {what}[{i}]: {x} against burn's {y} (gap {gap:.1e})"
+        );
+    }
+}
+
+#[test]
+fn add_and_norm_is_the_layer_norm_of_the_sum() {
+    let _turn = RANDOM.lock().unwrap_or_else(|e| e.into_inner());
+    for (mode, device) in common::modes() {
+        let x = randn([2, 5, 24], 1, &device);
+        let y = randn([2, 5, 24], 2, &device);
+        let gamma = randn([24], 3, &device);
+        let beta = randn([24], 4, &device);
+        let u = randn([2, 5, 24], 5, &device);
+        let grads = |fused: bool| {
+            let track = |t: &Tensor<3>| match device.is_autodiff() {
+                true => t.clone().require_grad(),
+                false => t.clone(),
+            };
+            let [x, y] = [&x, &y].map(track);
+            let [g, b] = [&gamma, &beta].map(|t| match device.is_autodiff() {
+                true => t.clone().require_grad(),
+                false => t.clone(),
+            });
+            let out = match fused {
+                true => kernels::add_layer_norm(
+                    x.clone(),
+                    y.clone(),
+                    g.clone(),
+                    b.clone(),
+                    1e-5,
+                ),
+                false => kernels::layer_norm(
+                    x.clone() + y.clone(),
+                    g.clone(),
+                    b.clone(),
+                    1e-5,
+                ),
+            };
+            let mut all = vec![out.clone().try_into_vec_as::<f32>().unwrap()];
+            if device.is_autodiff() {
+                let grads = (out * u.clone()).sum().backward();
+                let vec = |t: Tensor<1>| t.try_into_vec_as::<f32>().unwrap();
+                all.push(vec(x.grad(&grads).unwrap().flatten(0, 2)));
+                all.push(vec(y.grad(&grads).unwrap().flatten(0, 2)));
+                all.push(vec(g.grad(&grads).unwrap()));
+                all.push(vec(b.grad(&grads).unwrap()));
+            }
+            all
+        };
+        // The same operations in the same order: equal bit for bit.
+        assert_eq!(grads(true), grads(false), "{mode}");
+    }
+}

@@ -292,7 +292,7 @@ fn misuse_panics_naming_the_argument() {
     });
     assert_eq!(
         message,
-        "`x` has shape [1, 2, 4] and `y` [1, 3, 4]: the residual needs one shape"
+        "add & norm: `x` has shape [1, 2, 4] and `y` [1, 3, 4]: the residual needs one shape"
     );
 }
 

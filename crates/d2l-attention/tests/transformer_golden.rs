@@ -6,9 +6,10 @@
 mod common;
 
 use burn::module::Param;
-use burn::nn::{DropoutConfig, Embedding, LayerNorm, LayerNormConfig, Linear};
+use burn::nn::{DropoutConfig, Embedding, LayerNormConfig, Linear};
 use burn::tensor::{Device, Tensor};
 use common::{assert_close, float, golden, int, modes, valid_lens};
+use d2l_attention::kernels::LayerNorm;
 use d2l_attention::multihead_attention::{
     MultiHeadAttention, MultiHeadAttentionConfig,
 };
@@ -47,7 +48,8 @@ impl Weights<'_> {
 
     fn layer_norm(&self, prefix: &str) -> LayerNorm {
         let gamma = self.get::<1>(&format!("{prefix}.weight"));
-        let mut ln = LayerNormConfig::new(gamma.dims()[0]).init(self.device);
+        let mut ln =
+            LayerNorm::new(&LayerNormConfig::new(gamma.dims()[0]), self.device);
         ln.gamma = Param::from_tensor(gamma);
         ln.beta = Some(Param::from_tensor(self.get(&format!("{prefix}.bias"))));
         ln

@@ -9,12 +9,11 @@ mod common;
 
 use burn::module::{Param, RunningState};
 use burn::nn::conv::Conv2d;
-use burn::nn::{
-    BatchNorm, BatchNormConfig, LayerNorm, LayerNormConfig, Linear,
-};
+use burn::nn::{BatchNorm, BatchNormConfig, LayerNormConfig, Linear};
 use burn::tensor::{Device, Tensor};
 use common::{assert_close, float, golden, int, modes, valid_lens};
 use d2l_attention::classify::cross_entropy;
+use d2l_attention::kernels::LayerNorm;
 use d2l_attention::multihead_attention::{
     MultiHeadAttention, MultiHeadAttentionConfig,
 };
@@ -52,7 +51,8 @@ impl Weights<'_> {
 
     fn layer_norm(&self, prefix: &str) -> LayerNorm {
         let gamma = self.get::<1>(&format!("{prefix}.weight"));
-        let mut ln = LayerNormConfig::new(gamma.dims()[0]).init(self.device);
+        let mut ln =
+            LayerNorm::new(&LayerNormConfig::new(gamma.dims()[0]), self.device);
         ln.gamma = Param::from_tensor(gamma);
         ln.beta = Some(self.param(&format!("{prefix}.bias")));
         ln
@@ -220,8 +220,11 @@ fn the_vit_its_mean_pooling_and_its_gradients_match_pytorch() {
         let out = vit.forward(x.clone());
         let mut dev = close(&w, out.logits.clone(), &c["logits"]);
         for (i, weights) in out.attention_weights.into_iter().enumerate() {
-            dev =
-                dev.max(close(&w, merged(weights.tensor()), &c["attention_weights"][i]));
+            dev = dev.max(close(
+                &w,
+                merged(weights.tensor()),
+                &c["attention_weights"][i],
+            ));
         }
         let mean = weights(c, &device)
             .vit(sizes, Pool::Mean)

@@ -179,7 +179,6 @@ impl DotProductAttention {
         valid_lens: Option<&ValidLens>,
     ) -> Attended {
         check_qkv(&queries, &keys, &values);
-        check_dot(&queries, &keys);
         if self.scaled
             && kernels::fused_attention_pays(&queries, keys.dims()[1])
         {
@@ -200,6 +199,7 @@ impl DotProductAttention {
         values: Tensor<3>,
         valid_lens: Option<&ValidLens>,
     ) -> Attended {
+        check_dot(&queries, &keys);
         let mask =
             valid_lens.map_or(AttentionMask::None, AttentionMask::ValidLens);
         let head = |x: &Tensor<3>| x.clone().unsqueeze_dim::<4>(1);

@@ -52,6 +52,27 @@ where
     }
 }
 
+/// A one-input operation whose gradient is `self.0(x, g)`, from its input
+/// x alone.
+#[derive(Debug)]
+struct FromInput<B: Backend>(
+    fn(FloatTensor<B>, FloatTensor<B>) -> FloatTensor<B>,
+);
+
+impl<B: Backend> Backward<B, 1> for FromInput<B> {
+    type State = FloatTensor<B>;
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, 1>,
+        grads: &mut Gradients,
+        _: &mut Checkpointer,
+    ) {
+        let x = ops.state;
+        unary::<B, _>(ops.parents, ops.node, grads, |g| self.0(x, g));
+    }
+}
+
 /// y = `forward`(x) on the inner backend, tracked with the gradient
 /// `backward`(y, `extra`, g).
 fn track<B, C, E>(
@@ -107,9 +128,102 @@ impl<B: Backend + AttentionOps> Backward<B, 3> for Fused {
     }
 }
 
+/// Layer normalisation of the sum of its first N − 2 parents, tracked with
+/// N parents (the summands, γ, β): LN(x) with N = 3, add & norm with N = 4.
+/// Its backward pass is the backend's `layer_norm_backward` from the saved
+/// sum and γ; each summand gets the sum's gradient.
+#[derive(Debug)]
+struct LayerNormed;
+
+impl<B: Backend + AttentionOps, const N: usize> Backward<B, N> for LayerNormed {
+    type State = (FloatTensor<B>, FloatTensor<B>, f64);
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, N>,
+        grads: &mut Gradients,
+        _: &mut Checkpointer,
+    ) {
+        let grad = grads.consume::<B>(&ops.node);
+        let (sum, gamma, epsilon) = ops.state;
+        let (dx, d_gamma, d_beta) =
+            B::layer_norm_backward(sum, gamma, grad, epsilon);
+        let mut gradients = vec![dx; N - 2];
+        gradients.extend([d_gamma, d_beta]);
+        for (node, grad) in ops.parents.into_iter().zip(gradients) {
+            if let Some(node) = node {
+                grads.register::<B>(node.id, grad);
+            }
+        }
+    }
+}
+
+/// LN(sum of the summands) · γ + β for `inputs` = [summands…, γ, β],
+/// tracked as one operation.
+fn layer_normed<B, C, const N: usize>(
+    inputs: [FloatTensor<Autodiff<B, C>>; N],
+    epsilon: f64,
+) -> FloatTensor<Autodiff<B, C>>
+where
+    B: Backend + AttentionOps,
+    C: CheckpointStrategy,
+{
+    let nodes = inputs.each_ref().map(|t| t.node());
+    let mut inner: Vec<_> =
+        inputs.into_iter().map(|t| t.into_primitive()).collect();
+    let (beta, gamma) = (inner.pop().unwrap(), inner.pop().unwrap());
+    let sum = inner.into_iter().reduce(B::float_add).expect("a summand");
+    let out = <B as AttentionOps>::layer_norm(
+        sum.clone(),
+        gamma.clone(),
+        beta,
+        epsilon,
+    );
+    match LayerNormed.prepare::<C>(nodes).compute_bound().stateful() {
+        OpsKind::Tracked(prep) => prep.finish((sum, gamma, epsilon), out),
+        OpsKind::UnTracked(prep) => prep.finish(out),
+    }
+}
+
 impl<B: Backend + AttentionOps, C: CheckpointStrategy> AttentionOps
     for Autodiff<B, C>
 {
+    fn layer_norm(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        epsilon: f64,
+    ) -> FloatTensor<Self> {
+        layer_normed::<B, C, 3>([x, gamma, beta], epsilon)
+    }
+
+    fn add_layer_norm(
+        x: FloatTensor<Self>,
+        y: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        epsilon: f64,
+    ) -> FloatTensor<Self> {
+        layer_normed::<B, C, 4>([x, y, gamma, beta], epsilon)
+    }
+
+    /// The inner backend's, untracked (no second derivatives).
+    fn layer_norm_backward(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+        epsilon: f64,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
+        let (dx, d_gamma, d_beta) = B::layer_norm_backward(
+            x.into_primitive(),
+            gamma.into_primitive(),
+            grad.into_primitive(),
+            epsilon,
+        );
+        let new = FloatTensor::<Self>::new;
+        (new(dx), new(d_gamma), new(d_beta))
+    }
+
     fn attention_forward(
         queries: FloatTensor<Self>,
         keys: FloatTensor<Self>,
@@ -195,12 +309,16 @@ impl<B: Backend + AttentionOps, C: CheckpointStrategy> AttentionOps
         })
     }
 
-    /// The gradient g · GELU′(x), from the input x.
+    /// The gradient g · GELU′(x), from the input x (the only tensor kept).
     fn gelu(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        let input = x.clone().into_primitive();
-        track::<B, C, _>(x, input, <B as AttentionOps>::gelu, |_, x, g| {
-            <B as AttentionOps>::gelu_backward(x, g)
-        })
+        let node = x.node();
+        let x = x.into_primitive();
+        let y = <B as AttentionOps>::gelu(x.clone());
+        let backward = FromInput(<B as AttentionOps>::gelu_backward);
+        match backward.prepare::<C>([node]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => prep.finish(x, y),
+            OpsKind::UnTracked(prep) => prep.finish(y),
+        }
     }
 
     /// The inner backend's, untracked (no second derivatives).

@@ -7,6 +7,7 @@ use super::exp::{Row, masked_rows, rows};
 use super::flash::{self, Problem, Upstream};
 use super::gelu;
 use super::mask::{Keep, dropout_mask};
+use super::norm;
 use super::{AttentionOps, attention};
 use burn::backend::flex::{FlexDevice, FlexTensor};
 use burn::backend::ops::{ActivationOps, IntTensorOps};
@@ -250,6 +251,36 @@ impl AttentionOps for Flex {
             .zip(xs.par_chunks(TASK).zip(gs.par_chunks(TASK)))
             .for_each(|(dx, (x, g))| gelu::backward_slice(x, g, dx));
         FlexTensor::from_data(TensorData::new(output, shape))
+    }
+
+    fn layer_norm_backward(
+        x: FlexTensor,
+        gamma: FlexTensor,
+        grad: FlexTensor,
+        epsilon: f64,
+    ) -> (FlexTensor, FlexTensor, FlexTensor) {
+        let f32s = [&x, &gamma, &grad].iter().all(|t| t.dtype() == DType::F32);
+        if !f32s || x.shape() != grad.shape() {
+            return norm::backward_ops::<Flex>(x, gamma, grad, epsilon);
+        }
+        let (shape, d_shape) = (x.shape(), gamma.shape());
+        let (x, gamma, g) = (
+            x.to_contiguous(),
+            gamma.to_contiguous(),
+            grad.to_contiguous(),
+        );
+        let (dx, d_gamma, d_beta) = norm::backward_f32(
+            x.as_slice::<f32>().expect("f32"),
+            gamma.as_slice::<f32>().expect("f32"),
+            g.as_slice::<f32>().expect("f32"),
+            epsilon as f32,
+        );
+        let tensor = |v, s| FlexTensor::from_data(TensorData::new(v, s));
+        (
+            tensor(dx, shape),
+            tensor(d_gamma, d_shape.clone()),
+            tensor(d_beta, d_shape),
+        )
     }
 
     fn exp(x: FlexTensor) -> FlexTensor {

@@ -23,8 +23,9 @@
 //!
 //! The functions below are what the library calls: [`softmax`],
 //! [`log_softmax`] (the loss), [`masked_softmax`] (the attention layers),
-//! [`sigmoid`] (the GRU's gates), [`gelu`] (the ViT's MLP) and
-//! [`dropout`]. The scoring chapter shows
+//! [`sigmoid`] (the GRU's gates), [`gelu`] (the ViT's MLP),
+//! [`layer_norm`] and [`add_layer_norm`] (through [`LayerNorm`], in every
+//! Transformer block) and [`dropout`]. The scoring chapter shows
 //! d2l's form of the masked softmax,
 //! [`crate::attention_scoring::masked_softmax`] (fill, then [`softmax`]);
 //! `tests/kernels.rs` checks that [`masked_softmax`] computes the same.
@@ -40,8 +41,9 @@ mod flash;
 mod flex;
 mod gelu;
 mod mask;
+mod norm;
 
-use burn::backend::ops::ActivationOps;
+use burn::backend::ops::{ActivationOps, ModuleOps};
 use burn::backend::tensor::{BoolTensor, FloatTensor, IntTensor};
 use burn::backend::{
     Backend, Dispatch, TensorMetadata, backend_extension, get_device_settings,
@@ -56,11 +58,12 @@ pub use attention::{
     WeightDropout, attention, fused_attention_pays,
 };
 pub use exp::{OVERFLOW, UNDERFLOW};
+pub use norm::LayerNorm;
 
 /// The operations, one implementation per backend (burn's own operations
 /// by default). Call them through [`softmax`], [`log_softmax`],
-/// [`masked_softmax`], [`exp`], [`sigmoid`], [`gelu`], [`dropout`] and
-/// [`attention`].
+/// [`masked_softmax`], [`exp`], [`sigmoid`], [`gelu`], [`layer_norm`],
+/// [`add_layer_norm`], [`dropout`] and [`attention`].
 #[backend_extension(
     Flex,
     LibTorch: cfg(feature = "tch"),
@@ -125,6 +128,41 @@ pub trait AttentionOps: Backend {
         grad: FloatTensor<Self>,
     ) -> FloatTensor<Self> {
         <Self as ActivationOps<Self>>::gelu_backward(x, grad)
+    }
+
+    /// Layer normalisation along the last axis (see [`layer_norm`]):
+    /// burn's own (one SIMD pass per row on flex).
+    fn layer_norm(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        epsilon: f64,
+    ) -> FloatTensor<Self> {
+        <Self as ModuleOps<Self>>::layer_norm(x, gamma, Some(beta), epsilon)
+    }
+
+    /// Layer normalisation of the residual sum `x` + `y` (d2l's add &
+    /// norm, see [`add_layer_norm`]).
+    fn add_layer_norm(
+        x: FloatTensor<Self>,
+        y: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        epsilon: f64,
+    ) -> FloatTensor<Self> {
+        let sum = Self::float_add(x, y);
+        <Self as AttentionOps>::layer_norm(sum, gamma, beta, epsilon)
+    }
+
+    /// The gradients of `x`, `gamma` and `beta` of [`layer_norm`] from
+    /// the input `x` and the output's gradient `grad`.
+    fn layer_norm_backward(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+        epsilon: f64,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
+        norm::backward_ops::<Self>(x, gamma, grad, epsilon)
     }
 
     /// Scaled dot-product attention's forward pass (see [`attention`]):
@@ -390,6 +428,101 @@ pub fn sigmoid<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 /// ```
 pub fn gelu<const D: usize>(x: Tensor<D>) -> Tensor<D> {
     Tensor::from_dispatch(<Dispatch as AttentionOps>::gelu(x.into_dispatch()))
+}
+
+/// Layer normalisation along the last axis (Ba, Kiros and Hinton, 2016,
+/// §3): (x − mean) / √(var + `epsilon`) · `gamma` + `beta`, with the mean
+/// and the biased variance of each row, as burn's `LayerNorm` and
+/// PyTorch's `nn.LayerNorm`. `x` is (…, d), `gamma` and `beta` are (d).
+/// burn's own operation computes it (on flex one SIMD pass per row); under
+/// autodiff it is one operation whose backward pass is one more (on flex
+/// one pass per row, `kernels/norm.rs`), where burn splits it into about
+/// ten. Within 1e-5 + 1e-5·|value| of burn's `LayerNorm` in value and every
+/// gradient (`tests/kernels.rs`).
+///
+/// # Panics
+/// When `gamma` or `beta` is not as long as the last axis of `x`.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::kernels::layer_norm;
+///
+/// let device = Device::flex();
+/// let x = Tensor::<2>::from_floats([[1.0, 3.0], [5.0, 5.0]], &device);
+/// let (gamma, beta) = (Tensor::ones([2], &device), Tensor::zeros([2], &device));
+/// let y = layer_norm(x, gamma, beta, 1e-5).try_into_vec_as::<f32>().unwrap();
+/// // Row 1: mean 2, variance 1; row 2 has variance 0 and comes out 0.
+/// assert!((y[0] + 1.0).abs() < 1e-4 && (y[1] - 1.0).abs() < 1e-4);
+/// assert_eq!(&y[2..], [0.0, 0.0]);
+/// ```
+pub fn layer_norm<const D: usize>(
+    x: Tensor<D>,
+    gamma: Tensor<1>,
+    beta: Tensor<1>,
+    epsilon: f64,
+) -> Tensor<D> {
+    check_affine(x.dims()[D - 1], &gamma, &beta);
+    Tensor::from_dispatch(<Dispatch as AttentionOps>::layer_norm(
+        x.into_dispatch(),
+        gamma.into_dispatch(),
+        beta.into_dispatch(),
+        epsilon,
+    ))
+}
+
+/// d2l's add & norm, LN(`x` + `y`), as [`layer_norm`] of the sum, but
+/// one operation under autodiff where burn's would be the sum and then the
+/// layer norm's: the sum's gradient is the layer norm's, handed to both.
+/// `x` and `y` are (…, d), `gamma` and `beta` (d).
+///
+/// # Panics
+/// When `x` and `y` differ in shape, or as [`layer_norm`].
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::kernels::{add_layer_norm, layer_norm};
+///
+/// let device = Device::flex();
+/// let x = Tensor::<2>::from_floats([[1.0, 3.0, 2.0]], &device);
+/// let y = Tensor::<2>::from_floats([[0.5, -1.0, 4.0]], &device);
+/// let (gamma, beta) = (Tensor::ones([3], &device), Tensor::zeros([3], &device));
+/// let fused = add_layer_norm(x.clone(), y.clone(), gamma.clone(), beta.clone(), 1e-5);
+/// let apart = layer_norm(x + y, gamma, beta, 1e-5);
+/// assert_eq!(fused.into_data(), apart.into_data());
+/// ```
+pub fn add_layer_norm<const D: usize>(
+    x: Tensor<D>,
+    y: Tensor<D>,
+    gamma: Tensor<1>,
+    beta: Tensor<1>,
+    epsilon: f64,
+) -> Tensor<D> {
+    assert!(
+        x.dims() == y.dims(),
+        "add & norm: `x` has shape {:?} and `y` {:?}: the residual needs one shape",
+        x.dims(),
+        y.dims()
+    );
+    check_affine(x.dims()[D - 1], &gamma, &beta);
+    Tensor::from_dispatch(<Dispatch as AttentionOps>::add_layer_norm(
+        x.into_dispatch(),
+        y.into_dispatch(),
+        gamma.into_dispatch(),
+        beta.into_dispatch(),
+        epsilon,
+    ))
+}
+
+/// Panics unless `gamma` and `beta` have `d` entries.
+fn check_affine(d: usize, gamma: &Tensor<1>, beta: &Tensor<1>) {
+    for (name, len) in [("gamma", gamma.dims()[0]), ("beta", beta.dims()[0])] {
+        assert_eq!(
+            len, d,
+            "layer norm: `{name}` has {len} entries, `x`'s last axis {d}"
+        );
+    }
 }
 
 /// burn's [`Dropout::forward`] with the mask from [`AttentionOps`]: `x`

@@ -225,8 +225,11 @@ fn burn_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         layer.pwff.linear_inner = blk.ffn.dense1.clone();
         layer.pwff.linear_outer = blk.ffn.dense2.clone();
         layer.pwff.dropout = DropoutConfig::new(0.0).init();
-        layer.norm_1 = blk.addnorm1.ln.clone(); // post-norm: after attention
-        layer.norm_2 = blk.addnorm2.ln.clone(); // and after the FFN
+        // post-norm: after attention, and after the FFN (ε 10⁻⁵ in both)
+        layer.norm_1.gamma = blk.addnorm1.ln.gamma.clone();
+        layer.norm_1.beta = blk.addnorm1.ln.beta.clone();
+        layer.norm_2.gamma = blk.addnorm2.ln.gamma.clone();
+        layer.norm_2.beta = blk.addnorm2.ln.beta.clone();
     }
     let x = crate::random::randn([2, 5, 8], 70, device);
     let valid_lens = ValidLens::new(&[5, 3], device);

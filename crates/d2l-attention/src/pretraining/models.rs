@@ -2,11 +2,13 @@
 //! chapter's Transformer blocks.
 
 use burn::module::Module;
-use burn::nn::{LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::nn::{LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::{Device, Int, Tensor, activation::relu};
 use chacha20::ChaCha12Rng;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
+
+use crate::kernels::LayerNorm;
 
 use super::batch::{LmBatch, causal_batch, mlm_batch};
 use super::masking::{check_words, mask_tokens};
@@ -134,7 +136,7 @@ impl MaskedLm {
             encoder: config.init_encoder(device),
             mlm: MaskLm {
                 dense: linear(h, h),
-                norm: LayerNormConfig::new(h).init(device),
+                norm: LayerNorm::new(&LayerNormConfig::new(h), device),
                 output: linear(h, v),
             },
         }

@@ -22,13 +22,13 @@ pub use encoder::{
 
 use burn::module::Module;
 use burn::nn::{
-    Dropout, DropoutConfig, Embedding, EmbeddingConfig, Initializer, LayerNorm,
+    Dropout, DropoutConfig, Embedding, EmbeddingConfig, Initializer,
     LayerNormConfig, Linear, LinearConfig,
 };
 use burn::prelude::Config;
 use burn::tensor::{Device, Int, Tensor, activation::relu};
 
-use crate::kernels::dropout;
+use crate::kernels::{LayerNorm, dropout};
 
 use crate::attention_scoring::{AttentionWeights, TORCH_LINEAR};
 use crate::multihead_attention::{
@@ -399,7 +399,7 @@ impl AddNormConfig {
     pub fn init(&self, device: &Device) -> AddNorm {
         AddNorm {
             dropout: DropoutConfig::new(self.dropout).init(),
-            ln: LayerNormConfig::new(self.num_hiddens).init(device),
+            ln: LayerNorm::new(&LayerNormConfig::new(self.num_hiddens), device),
         }
     }
 }
@@ -444,13 +444,7 @@ impl AddNorm {
     /// See [`AddNorm`].
     // ANCHOR: add_norm_forward
     pub fn forward(&self, x: Tensor<3>, y: Tensor<3>) -> Tensor<3> {
-        assert!(
-            x.dims() == y.dims(),
-            "`x` has shape {:?} and `y` {:?}: the residual needs one shape",
-            x.dims(),
-            y.dims()
-        );
-        self.ln.forward(dropout(&self.dropout, y) + x)
+        self.ln.forward_sum(x, dropout(&self.dropout, y))
     }
     // ANCHOR_END: add_norm_forward
 }

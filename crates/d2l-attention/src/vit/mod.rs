@@ -7,13 +7,12 @@ use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{
-    Dropout, DropoutConfig, Initializer, LayerNorm, LayerNormConfig, Linear,
-    LinearConfig,
+    Dropout, DropoutConfig, Initializer, LayerNormConfig, Linear, LinearConfig,
 };
 use burn::tensor::{Device, Tensor};
 
 use crate::attention_scoring::{AttentionWeights, TORCH_LINEAR, ValidLens};
-use crate::kernels::{dropout, gelu};
+use crate::kernels::{LayerNorm, dropout, gelu};
 use crate::multihead_attention::{
     MultiHeadAttended, MultiHeadAttention, MultiHeadAttentionConfig,
 };
@@ -259,7 +258,7 @@ impl ViTConfig {
     /// When `num_heads` does not divide `num_hiddens`.
     pub fn init_block(&self, device: &Device) -> ViTBlock {
         let n = self.num_hiddens;
-        let ln = || LayerNormConfig::new(n).init(device);
+        let ln = || LayerNorm::new(&LayerNormConfig::new(n), device);
         ViTBlock {
             ln1: ln(),
             attention: MultiHeadAttentionConfig::new(
@@ -314,7 +313,7 @@ impl ViTConfig {
             blks: (0..self.num_blks)
                 .map(|_| self.init_block(device))
                 .collect(),
-            head_norm: LayerNormConfig::new(n).init(device),
+            head_norm: LayerNorm::new(&LayerNormConfig::new(n), device),
             head: LinearConfig::new(n, self.num_classes)
                 .with_initializer(TORCH_LINEAR)
                 .init(device),
