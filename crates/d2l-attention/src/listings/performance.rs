@@ -14,7 +14,7 @@ pub const LISTINGS: &[Listing] =
 
 /// The run the appendix shows, as the suite wrote it.
 const RUN: &str =
-    include_str!("../../benches/reports/2026-12-04-extensions-suite.json");
+    include_str!("../../benches/reports/2026-12-06-suite.json");
 
 fn run_demo(_device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: run
