@@ -276,7 +276,7 @@ mod tests {
     fn a_listing_depends_on_the_files_it_includes() {
         let performance =
             deps("crates/d2l-attention/src/listings/performance.rs");
-        let run = "crates/d2l-attention/benches/reports/2026-12-04-extensions-suite.json";
+        let run = "crates/d2l-attention/benches/reports/2026-12-06-suite.json";
         assert!(performance.iter().any(|f| f == run), "{performance:?}");
         assert!(
             performance.contains(&format!("{LIBRARY}/performance.rs")),
