@@ -131,7 +131,7 @@ pub trait AttentionOps: Backend {
     }
 
     /// Layer normalisation along the last axis (see [`layer_norm`]):
-    /// burn's own (one SIMD pass per row on flex).
+    /// burn's own (on flex three SIMD passes per row, in cache).
     fn layer_norm(
         x: FloatTensor<Self>,
         gamma: FloatTensor<Self>,
@@ -434,10 +434,10 @@ pub fn gelu<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 /// §3): (x − mean) / √(var + `epsilon`) · `gamma` + `beta`, with the mean
 /// and the biased variance of each row, as burn's `LayerNorm` and
 /// PyTorch's `nn.LayerNorm`. `x` is (…, d), `gamma` and `beta` are (d).
-/// burn's own operation computes it (on flex one SIMD pass per row); under
-/// autodiff it is one operation whose backward pass is one more (on flex
-/// one pass per row, `kernels/norm.rs`), where burn splits it into about
-/// ten. Within 1e-5 + 1e-5·|value| of burn's `LayerNorm` in value and every
+/// burn's own operation computes it (on flex three SIMD passes per row,
+/// in cache); under autodiff it is one operation whose backward pass is
+/// one more (on flex one pass per row, `kernels/norm.rs`), where burn
+/// splits it into nine. Within 1e-5 + 1e-5·|value| of burn's `LayerNorm` in value and every
 /// gradient (`tests/kernels.rs`).
 ///
 /// # Panics

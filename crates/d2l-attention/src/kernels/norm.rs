@@ -16,7 +16,7 @@ use rayon::prelude::*;
 /// Layer normalisation over the last axis (Ba, Kiros and Hinton, 2016), as
 /// burn's [`burn::nn::LayerNorm`] and PyTorch's `nn.LayerNorm`, computed by
 /// [`layer_norm`](super::layer_norm): one operation under autodiff, its
-/// backward pass another, where burn's layer splits into about ten. Its
+/// backward pass another, where burn's layer splits into nine. Its
 /// parameters are burn's layer's (`gamma`, `beta`), so model files load
 /// into either.
 ///
