@@ -2,8 +2,10 @@
 package is not needed): the parametric Nadaraya-Watson model of d2l zh 10.2,
 the masked softmax and scores of d2l zh 10.3 and the
 seq2seq encoder, attention decoder, loss and initialisation of zh 9.7 and
-10.4. One module, imported by the golden generator (`make_golden.py`) and
-the PyTorch side of the benchmark suite (`bench_pytorch.py`) in this folder.
+10.4, and beyond d2l the grouped-query attention and Llama's rotary
+embedding of the chapter "Efficient Attention". One module, imported by the
+golden generator (`make_golden.py`) and the PyTorch side of the benchmark
+suite (`bench_pytorch.py`) in this folder.
 """
 
 import math
@@ -454,3 +456,58 @@ class Residual(nn.Module):
             X = self.conv3(X)
         Y += X
         return nn.functional.relu(Y)
+
+
+# ---------------------------------------------- beyond d2l: efficient attention
+class GroupedQueryAttention(nn.Module):
+    """Grouped-query attention (Ainslie et al., 2023): num_heads query heads
+    share kv_heads key/value heads through PyTorch's own
+    scaled_dot_product_attention(..., enable_gqa=True), which gives query
+    head h key/value head h // (num_heads // kv_heads). Not d2l's code: the
+    projections are laid out as MultiHeadAttention's above."""
+
+    def __init__(self, num_hiddens, num_heads, kv_heads, bias=False):
+        super().__init__()
+        self.num_heads, self.kv_heads = num_heads, kv_heads
+        head_size = num_hiddens // num_heads
+        self.W_q = nn.Linear(num_hiddens, num_hiddens, bias=bias)
+        self.W_k = nn.Linear(num_hiddens, kv_heads * head_size, bias=bias)
+        self.W_v = nn.Linear(num_hiddens, kv_heads * head_size, bias=bias)
+        self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
+
+    @staticmethod
+    def split(X, heads):
+        return X.reshape(X.shape[0], X.shape[1], heads, -1).transpose(1, 2)
+
+    def forward(self, queries, keys, values, attn_mask=None, is_causal=False):
+        q = self.split(self.W_q(queries), self.num_heads)
+        k = self.split(self.W_k(keys), self.kv_heads)
+        v = self.split(self.W_v(values), self.kv_heads)
+        out = nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask, is_causal=is_causal, enable_gqa=True)
+        return self.W_o(out.transpose(1, 2).reshape(queries.shape[0], queries.shape[1], -1))
+
+
+def precompute_freqs_cis(dim, end, theta=10000.0, dtype=torch.float32):
+    """Meta's Llama (github.com/meta-llama/llama, llama/model.py,
+    precompute_freqs_cis), transcribed; `dtype` added so that the golden
+    generator can run it in float64 (Llama: float32)."""
+    freqs = 1.0 / (theta ** (torch.arange(0, dim, 2)[: (dim // 2)].to(dtype) / dim))
+    t = torch.arange(end, dtype=dtype)
+    freqs = torch.outer(t, freqs)
+    return torch.polar(torch.ones_like(freqs), freqs)
+
+
+def apply_rotary_emb(xq, xk, freqs_cis):
+    """Meta's Llama (llama/model.py, apply_rotary_emb and
+    reshape_for_broadcast), transcribed: x is (batch, seqlen, heads,
+    head_dim), adjacent features (2i, 2i + 1) form one complex number turned
+    by freqs_cis[position, i]. Llama casts x to float32 first; here x keeps
+    its dtype (float64 in the golden generator)."""
+    xq_ = torch.view_as_complex(xq.reshape(*xq.shape[:-1], -1, 2))
+    xk_ = torch.view_as_complex(xk.reshape(*xk.shape[:-1], -1, 2))
+    shape = [d if i == 1 or i == xq_.ndim - 1 else 1 for i, d in enumerate(xq_.shape)]
+    freqs_cis = freqs_cis.view(*shape)
+    xq_out = torch.view_as_real(xq_ * freqs_cis).flatten(3)
+    xk_out = torch.view_as_real(xk_ * freqs_cis).flatten(3)
+    return xq_out.type_as(xq), xk_out.type_as(xk)

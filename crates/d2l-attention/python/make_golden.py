@@ -29,6 +29,7 @@ finally compares every common numeric field with those files and prints the
 largest absolute difference. Nothing is read from there to build the outputs.
 """
 
+import copy
 import json
 import math
 import os
@@ -38,11 +39,14 @@ from torch import nn
 
 from d2l_reference import (
     AdditiveAttention,
+    GroupedQueryAttention,
     Seq2SeqAttentionDecoder,
     Seq2SeqEncoder,
     additive_scores,
+    apply_rotary_emb,
     masked_ce_loss,
     masked_softmax,
+    precompute_freqs_cis,
     scaled_dot_scores,
     sequence_mask,
     xavier_init_weights,
@@ -573,6 +577,85 @@ def case_l():
     })
 
 
+# ------------------------------------------------------------------ case m
+def case_m():
+    """Grouped-query attention: projections, PyTorch's enable_gqa, W_o."""
+    torch.manual_seed(29)
+    B, L, S, H, D = 2, 5, 6, 4, 16
+
+    def subcase(kv_heads, length, mask_options, extra):
+        model = GroupedQueryAttention(D, H, kv_heads)
+        X_q = torch.randn(B, length or L, D)
+        X_kv = torch.randn(B, length or S, D)
+        r = torch.randn(B, X_q.shape[1], D)
+
+        def run(dt):
+            m = copy.deepcopy(model).to(dt)
+            q, kv = X_q.to(dt).requires_grad_(), X_kv.to(dt).requires_grad_()
+            out = m(q, kv, kv, **mask_options)
+            (out * r.to(dt)).sum().backward()
+            return (out.detach(), q.grad, kv.grad, m.W_q.weight.grad, m.W_k.weight.grad,
+                    m.W_v.weight.grad, m.W_o.weight.grad)
+
+        r64 = run(F64)
+        drift = max(maxdiff(a, b) for a, b in zip(run(torch.float32), r64))
+        names = ("output", "d_queries", "d_keys_values", "dW_q", "dW_k", "dW_v", "dW_o")
+        return {"kv_heads": kv_heads, "queries": t(X_q), "keys_values": t(X_kv), "r": t(r),
+                "W_q": t(model.W_q.weight), "W_k": t(model.W_k.weight),
+                "W_v": t(model.W_v.weight), "W_o": t(model.W_o.weight),
+                **{n: t(x) for n, x in zip(names, r64)}, **extra}, drift
+
+    lens = torch.tensor([3, 6])
+    attend = (torch.arange(S)[None, :] < lens[:, None])[:, None, None, :]
+    valid, d1 = subcase(2, None, {"attn_mask": attend}, {"valid_lens": t(lens)})
+    causal, d2 = subcase(1, 6, {"is_causal": True}, {})
+    write("grouped_query_attention.json", {
+        "description": (
+            "GroupedQueryAttention of d2l_reference.py (num_hiddens 16, num_heads 4, no "
+            "biases): W_q, W_k, W_v projections, heads split as view(b, n, heads, d)"
+            ".transpose(1, 2), torch.nn.functional.scaled_dot_product_attention(..., "
+            "enable_gqa=True) (query head h reads key/value head h // (heads // kv_heads)), "
+            "heads merged, W_o. Float64 on inputs and weights drawn in float32 after "
+            "torch.manual_seed(29), per subcase in this order: the model's weights (nn.Linear's "
+            "default initialisation: W_q, W_k, W_v, W_o), queries (B=2, L, 16), keys_values "
+            "(B, S, 16; the same tensor is the keys and the values), r (B, L, 16). Gradients are "
+            "those of sum(r * output): d_queries, d_keys_values (keys and values together), and "
+            "the four weights' in PyTorch's (out, in) layout. valid_lens: kv_heads 2, L=5, S=6, "
+            "attn_mask True (attend) where the key index is below valid_lens [3, 6]. causal: "
+            "kv_heads 1 (multi-query), L = S = 6, is_causal=True."),
+        "num_hiddens": D, "num_heads": H,
+        "valid_lens": valid, "causal": causal,
+        "f32_vs_f64_max_abs_diff": max(d1, d2),
+    })
+
+
+# ------------------------------------------------------------------ case n
+def case_n():
+    """Llama's rotary embedding (precompute_freqs_cis, apply_rotary_emb)."""
+    torch.manual_seed(31)
+    B, N, H, D, start = 2, 7, 3, 8, 5
+    xq, xk = torch.randn(B, N, H, D), torch.randn(B, N, H, D)
+
+    def run(dt, complex_dt):
+        freqs = precompute_freqs_cis(D, start + N, dtype=dt)[start:start + N]
+        return apply_rotary_emb(xq.to(dt), xk.to(dt), freqs.to(complex_dt))
+
+    r64 = run(F64, torch.complex128)
+    drift = max(maxdiff(a, b) for a, b in zip(run(torch.float32, torch.complex64), r64))
+    write("rotary.json", {
+        "description": (
+            "Rotary position embedding as Meta's Llama computes it (llama/model.py, "
+            "precompute_freqs_cis with theta 10000 and apply_rotary_emb, transcribed in "
+            "d2l_reference.py), in float64 (Llama: float32) on xq and xk (B=2, seqlen=7, "
+            "heads=3, head_dim=8; Llama's layout) drawn in float32 after torch.manual_seed(31), "
+            "positions start … start + 6 with start = 5 (freqs_cis[start:start + seqlen], as "
+            "Llama's forward slices it for a cache). Features 2i and 2i+1 are one complex "
+            "number, multiplied by exp(i * position * 10000^(-2i/head_dim))."),
+        "start": start, "xq": t(xq), "xk": t(xk), "xq_out": t(r64[0]), "xk_out": t(r64[1]),
+        "f32_vs_f64_max_abs_diff": drift,
+    })
+
+
 # ------------------------------------------------------ optional cross-check
 def cross_check():
     """Compare our files with ../shared/golden (if present), field by field."""
@@ -627,7 +710,8 @@ if __name__ == "__main__":
     import sys
     torch.set_num_threads(1)
     cases = {"a": case_a, "b": case_b, "d": case_d, "f": case_f, "g": case_g,
-             "h": case_h, "i": case_i, "j": case_j, "k": case_k, "l": case_l}
+             "h": case_h, "i": case_i, "j": case_j, "k": case_k, "l": case_l,
+             "m": case_m, "n": case_n}
     for letter in sys.argv[1:] or cases:
         cases[letter]()
     cross_check()

@@ -37,6 +37,7 @@ pub mod bahdanau;
 #[cfg(feature = "native")]
 pub mod classify;
 pub mod device;
+pub mod efficient_attention;
 #[cfg(feature = "native")]
 pub mod fashion_mnist;
 pub mod files;

@@ -190,14 +190,37 @@ fn exp_in_place<S: Simd>(simd: S, x: &mut [f32], shift: f32) -> f32 {
     total
 }
 
-/// `s` (rows × w) ← scale · Q Kᵀ for query rows `q` (rows × d) and keys
-/// whose transposes are `kt` (d × w).
+/// `s` (rows × w) ← scale · Q Kᵀ for query rows `q` (rows × d) and w keys
+/// whose transposes are `kt` (d × w, rows `ldk` apart).
 #[inline(always)]
-fn scores<S: Simd>(simd: S, p: &Problem, s: &mut [f32], q: &[f32], kt: &[f32]) {
-    let (rows, w) = (q.len() / p.d, kt.len() / p.d);
+fn scores<S: Simd>(
+    simd: S,
+    p: &Problem,
+    s: &mut [f32],
+    q: &[f32],
+    (kt, ldk): (&[f32], usize),
+) {
+    let rows = q.len() / p.d;
+    let w = s.len() / rows;
     s.fill(0.0);
-    gemm(simd, (rows, w, p.d), (q, p.d), (kt, w), (s, w));
+    gemm(simd, (rows, w, p.d), (q, p.d), (kt, ldk), (s, w));
     s.iter_mut().for_each(|x| *x *= p.scale);
+}
+
+/// The keys of key/value head `bkv` in panels of [`BC`]: the panel of keys
+/// j0 … j0 + w − 1 (j0 a multiple of BC) is their transpose (d × w) at
+/// offset j0 · d, so that each block of queries reads Kᵀ blocks that fit
+/// the first-level cache without transposing them again. Only the panels
+/// that hold keys in [lo, hi) are filled: the others are never read.
+fn key_panels(p: &Problem, bkv: usize, (lo, hi): (usize, usize)) -> Vec<f32> {
+    let (keys, d) = (p.keys(bkv), p.d);
+    let mut kt = vec![0.0f32; d * p.n_k];
+    let panels = (0..p.n_k).step_by(BC).zip(kt.chunks_mut(d * BC));
+    for (j0, panel) in panels.filter(|&(j0, _)| j0 + BC > lo && j0 < hi) {
+        let w = (p.n_k - j0).min(BC);
+        transpose(&keys[j0 * d..(j0 + w) * d], w, d, panel);
+    }
+    kt
 }
 
 /// `dst` (cols × rows) ← the transpose of `src` (rows × cols).
@@ -214,10 +237,33 @@ fn transpose(src: &[f32], rows: usize, cols: usize, dst: &mut [f32]) {
 pub(super) fn forward(p: &Problem) -> (Vec<f32>, Vec<f32>) {
     let rows = p.q.len() / p.d;
     let (mut out, mut lse) = (vec![0.0f32; rows * p.d_v], vec![0.0f32; rows]);
+    // the query heads of key/value head bkv are rows bkv · group … of out
+    let group = p.heads / p.kv_heads;
+    out.par_chunks_mut(group * p.n_q * p.d_v)
+        .zip(lse.par_chunks_mut(group * p.n_q))
+        .enumerate()
+        .for_each(|(bkv, (out, lse))| {
+            let seen = p.union(bkv * group, 0, p.n_q);
+            let kt = &key_panels(p, bkv, seen);
+            forward_group(p, bkv * group, kt, out, lse);
+        });
+    (out, lse)
+}
+
+/// The query heads first … first + group − 1 of one key/value head, whose
+/// keys are the panels `kt`.
+fn forward_group(
+    p: &Problem,
+    first: usize,
+    kt: &[f32],
+    out: &mut [f32],
+    lse: &mut [f32],
+) {
     out.par_chunks_mut(p.n_q * p.d_v)
         .zip(lse.par_chunks_mut(p.n_q))
         .enumerate()
-        .for_each(|(bh, (out, lse))| {
+        .for_each(|(h, (out, lse))| {
+            let bh = first + h;
             out.par_chunks_mut(BR * p.d_v)
                 .zip(lse.par_chunks_mut(BR))
                 .enumerate()
@@ -227,12 +273,12 @@ pub(super) fn forward(p: &Problem) -> (Vec<f32>, Vec<f32>) {
                         p,
                         bh,
                         i0,
+                        kt,
                         out,
                         lse,
                     });
                 });
         });
-    (out, lse)
 }
 
 /// Rows i0 … of head bh: their output and log-sum-exp.
@@ -240,6 +286,8 @@ struct ForwardBlock<'a> {
     p: &'a Problem<'a>,
     bh: usize,
     i0: usize,
+    /// Head bh's keys as [`key_panels`].
+    kt: &'a [f32],
     out: &'a mut [f32],
     lse: &'a mut [f32],
 }
@@ -253,22 +301,24 @@ impl WithSimd for ForwardBlock<'_> {
             p,
             bh,
             i0,
+            kt,
             out,
             lse,
         } = self;
-        let (rows, d, d_v) = (lse.len(), p.d, p.d_v);
+        let (rows, d_v) = (lse.len(), p.d_v);
         let q = p.q_rows(bh, i0, rows);
-        let (keys, values) = (p.keys(p.kv_of(bh)), p.values(p.kv_of(bh)));
+        let values = p.values(p.kv_of(bh));
         let mut m = vec![f32::NEG_INFINITY; rows];
         let mut l = vec![0.0f32; rows];
-        let (mut kt, mut s) = (vec![0.0; d * BC], vec![0.0; rows * BC]);
+        let mut s = vec![0.0; rows * BC];
         let mut keep = vec![0.0; BC];
         let (lo, hi) = p.union(bh, i0, rows);
-        for j0 in (lo..hi).step_by(BC) {
+        for j0 in (lo / BC * BC..hi).step_by(BC) {
+            // the panel of keys j0 … j0 + panel − 1; the rows see keys < hi
+            let panel = (p.n_k - j0).min(BC);
             let w = (hi - j0).min(BC);
-            let (kt, s) = (&mut kt[..d * w], &mut s[..rows * w]);
-            transpose(&keys[j0 * d..(j0 + w) * d], w, d, kt);
-            scores(simd, p, s, q, kt);
+            let s = &mut s[..rows * w];
+            scores(simd, p, s, q, (&kt[j0 * p.d..], panel));
             for (r, s) in s.chunks_exact_mut(w).enumerate() {
                 let (lo, hi) = p.range(bh, i0 + r);
                 let (a, z) = (lo.clamp(j0, j0 + w), hi.clamp(j0, j0 + w));
@@ -472,7 +522,7 @@ impl WithSimd for HeadBackward<'_> {
                     let q = p.q_rows(bh, i0, rows);
                     let d_o = &up.d_o[(bh * p.n_q + i0) * d_v..][..rows * d_v];
                     let (z, ds) = (&mut t.z[..rows * w], &mut t.ds[..rows * w]);
-                    scores(simd, p, z, q, kt);
+                    scores(simd, p, z, q, (kt, w));
                     ds.fill(0.0);
                     gemm(simd, (rows, w, d_v), (d_o, d_v), (vt, w), (ds, w));
                     let rows_of =
