@@ -12,7 +12,9 @@ use burn::nn::Linear;
 use burn::optim::GradientsParams;
 use burn::tensor::activation::softmax;
 use burn::tensor::{Device, Tensor};
-use common::{assert_close, devices, float, golden, modes, panic_message};
+use common::{
+    assert_close, devices, float, golden, linear, modes, panic_message,
+};
 use d2l_attention::attention_scoring::{
     DotProductAttentionConfig, MASK_VALUE, ValidLens,
 };
@@ -22,7 +24,6 @@ use d2l_attention::multihead_attention::{
     MultiHeadAttention, MultiHeadAttentionConfig,
 };
 use d2l_attention::random::randn;
-use serde_json::Value;
 
 fn values<const D: usize>(x: Tensor<D>) -> Vec<f32> {
     x.try_into_vec_as::<f32>().unwrap()
@@ -167,14 +168,6 @@ fn tiled_attention_refuses_bad_arguments() {
     for (name, f) in cases {
         let message = panic_message(f);
         assert!(message.contains(name), "{name}: {message}");
-    }
-}
-
-/// A bias-free Linear from PyTorch's (out, in) weight.
-fn linear(v: &Value, device: &Device) -> Linear {
-    Linear {
-        weight: Param::from_tensor(float::<2>(v, device).transpose()),
-        bias: None,
     }
 }
 

@@ -5,23 +5,12 @@
 
 mod common;
 
-use burn::module::Param;
-use burn::nn::Linear;
 use burn::tensor::{Device, Tensor};
-use common::{assert_close, devices, float, golden, valid_lens};
+use common::{assert_close, devices, float, golden, linear, valid_lens};
 use d2l_attention::attention_scoring::{DotProductAttentionConfig, ValidLens};
 use d2l_attention::multihead_attention::*;
 use d2l_attention::random::randn;
 use serde_json::Value;
-
-/// A bias-free Linear from PyTorch's (out, in) weight.
-fn linear(v: &Value, device: &Device) -> Linear {
-    let w: Tensor<2> = float(v, device);
-    Linear {
-        weight: Param::from_tensor(w.transpose()),
-        bias: None,
-    }
-}
 
 fn model(g: &Value, device: &Device) -> MultiHeadAttention {
     MultiHeadAttention {

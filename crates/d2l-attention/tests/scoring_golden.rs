@@ -3,10 +3,8 @@
 
 mod common;
 
-use burn::module::Param;
-use burn::nn::Linear;
-use burn::tensor::{Device, Tensor};
-use common::{devices, float, golden, valid_lens};
+use burn::tensor::Tensor;
+use common::{devices, float, golden, linear, valid_lens};
 
 /// `common::assert_close`, also printing the deviation (`--nocapture` shows it).
 fn assert_close<const D: usize>(
@@ -24,14 +22,6 @@ use d2l_attention::attention_scoring::*;
 
 const ATOL: f64 = 1e-5;
 const RTOL: f64 = 1e-5;
-
-/// A bias-free burn Linear from a PyTorch weight (out, in): burn stores Wᵀ.
-fn linear(w: &serde_json::Value, device: &Device) -> Linear {
-    Linear {
-        weight: Param::from_tensor(float::<2>(w, device).transpose()),
-        bias: None,
-    }
-}
 
 #[test]
 fn masked_softmax_matches_pytorch_and_masks_exactly() {

@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use burn::module::Param;
+use burn::nn::Linear;
 use burn::tensor::{Device, Int, Shape, Tensor, TensorData};
 use d2l_attention::BackendChoice;
 use serde_json::Value;
@@ -42,6 +44,15 @@ pub fn float<const D: usize>(v: &Value, device: &Device) -> Tensor<D> {
     let (shape, data) = array(v);
     let data: Vec<f32> = data.iter().map(|&x| x as f32).collect();
     Tensor::from_data(TensorData::new(data, Shape::from(shape)), device)
+}
+
+/// A bias-free burn `Linear` from a stored PyTorch weight (out, in):
+/// burn stores Wᵀ.
+pub fn linear(w: &Value, device: &Device) -> Linear {
+    Linear {
+        weight: Param::from_tensor(float::<2>(w, device).transpose()),
+        bias: None,
+    }
 }
 
 /// A stored integer tensor on `device`.
