@@ -22,6 +22,7 @@ use burn::nn::DropoutConfig;
 use burn::tensor::{Device, Tensor};
 use common::median_seconds;
 use d2l_attention::BackendChoice;
+use d2l_attention::memory::peak_bytes;
 use d2l_attention::attention_scoring::{DotProductAttentionConfig, ValidLens};
 use d2l_attention::classify::{ClassifierTrainConfig, train_classifier};
 use d2l_attention::fashion_mnist::{
@@ -249,28 +250,6 @@ fn long(device: &Device, s: &Setup, backward: bool) -> f64 {
     };
     let sync = || device.sync().expect("the device computes");
     median_seconds((s.runs.0, s.runs.1, 1), step, sync)
-}
-
-/// A field of /proc/self/status in bytes (its figures are kB).
-fn status_bytes(field: &str) -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string("/proc/self/status")?;
-    let line = status.lines().find(|l| l.starts_with(field));
-    let kb = line.and_then(|l| l.split_whitespace().nth(1));
-    let kb: u64 = kb
-        .with_context(|| format!("no {field} in /proc/self/status"))?
-        .parse()?;
-    Ok(kb * 1024)
-}
-
-/// This process's VmHWM after `f` minus its VmRSS before it, the
-/// high-water mark reset first (Linux's /proc/self/clear_refs), as
-/// `bench_pytorch.py --memory` counts PyTorch's.
-fn peak_bytes(f: impl FnOnce()) -> anyhow::Result<u64> {
-    std::fs::write("/proc/self/clear_refs", "5")
-        .context("resetting the peak memory (/proc/self/clear_refs)")?;
-    let before = status_bytes("VmRSS:")?;
-    f();
-    Ok(status_bytes("VmHWM:")?.saturating_sub(before))
 }
 
 /// Peak bytes of one call of long item `id` on `device`: the fused

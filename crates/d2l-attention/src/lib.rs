@@ -46,6 +46,7 @@ pub mod kernels;
 pub mod listings;
 pub mod machine_translation;
 pub mod masks;
+pub mod memory;
 pub mod multihead_attention;
 pub mod nadaraya_watson;
 pub mod performance;

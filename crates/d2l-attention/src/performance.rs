@@ -296,6 +296,44 @@ pub fn median(values: &[f64]) -> f64 {
     }
 }
 
+/// The median over `runs` timed runs, after `warmup` untimed ones, of the
+/// seconds one call of `f` takes; each run makes `reps` calls, then calls
+/// `sync` once (to wait for a device that computes asynchronously). The
+/// suite times every item of ours with it, and the chapters their timings.
+///
+/// # Panics
+/// When `runs` or `reps` is 0.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::performance::median_seconds;
+///
+/// let seconds = median_seconds(
+///     (1, 3, 2),
+///     || std::thread::sleep(std::time::Duration::from_millis(2)),
+///     || {},
+/// );
+/// assert!(seconds >= 0.002, "{seconds}");
+/// ```
+pub fn median_seconds(
+    (warmup, runs, reps): (usize, usize, usize),
+    mut f: impl FnMut(),
+    sync: impl Fn(),
+) -> f64 {
+    assert!(reps > 0, "`reps` is 0: nothing to time");
+    let mut run = || {
+        let start = std::time::Instant::now();
+        (0..reps).for_each(|_| f());
+        sync();
+        start.elapsed().as_secs_f64() / reps as f64
+    };
+    (0..warmup).for_each(|_| {
+        run();
+    });
+    let times: Vec<f64> = (0..runs).map(|_| run()).collect();
+    median(&times)
+}
+
 impl Run {
     /// The backends measured, in the order first met.
     pub fn backends(&self) -> Vec<&str> {

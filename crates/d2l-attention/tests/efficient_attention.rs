@@ -3,7 +3,8 @@
 //! PyTorch's `scaled_dot_product_attention(..., enable_gqa=True)` and
 //! against d2l's multi-head attention, and the rotary embedding against a
 //! transcription of Meta's Llama (`golden/grouped_query_attention.json`,
-//! `golden/rotary.json`, made by `python/make_golden.py`).
+//! `golden/rotary.json`, made by `python/make_golden.py`), and decoding
+//! with a cache of projected keys and values against the whole pass.
 
 mod common;
 
@@ -11,7 +12,7 @@ use burn::module::Param;
 use burn::nn::Linear;
 use burn::optim::GradientsParams;
 use burn::tensor::activation::softmax;
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{Device, Int, Tensor};
 use common::{
     assert_close, devices, float, golden, linear, modes, panic_message,
 };
@@ -23,7 +24,9 @@ use d2l_attention::kernels::AttentionMask;
 use d2l_attention::multihead_attention::{
     MultiHeadAttention, MultiHeadAttentionConfig,
 };
+use d2l_attention::pretraining::CausalLm;
 use d2l_attention::random::randn;
+use d2l_attention::transformer::TransformerConfig;
 
 fn values<const D: usize>(x: Tensor<D>) -> Vec<f32> {
     x.try_into_vec_as::<f32>().unwrap()
@@ -401,4 +404,65 @@ fn rotary_scores_depend_only_on_the_distance() {
         rotary(Tensor::<4>::zeros([1, 1, 2, 3], &device), 0);
     });
     assert!(message.contains("`x` has shape [1, 1, 2, 3]"), "{message}");
+}
+
+/// A decoder-only model of the pretraining chapter's kind, with dropout
+/// (inactive outside training), and a batch of token sequences.
+fn causal_lm(device: &Device) -> (CausalLm, Tensor<2, Int>) {
+    device.seed(7);
+    let config = TransformerConfig::new(30, 30).with_num_hiddens(16);
+    let model = CausalLm::new(&config, device);
+    let tokens = Tensor::<2, Int>::from_ints(
+        [[2, 7, 9, 11, 4, 29, 3, 5], [1, 0, 17, 22, 8, 6, 13, 2]],
+        device,
+    );
+    (model, tokens)
+}
+
+#[test]
+fn decoding_with_projected_keys_and_values_is_the_whole_pass() {
+    for (backend, device) in devices() {
+        let (model, tokens) = causal_lm(&device);
+        let whole = model.forward(tokens.clone(), model.init_state(2)).output;
+        // one token at a time, then in chunks of 3, 1 and 4
+        for chunks in [vec![1; 8], vec![3, 1, 4]] {
+            let mut cache = KvCache::new();
+            let mut start = 0;
+            for len in chunks {
+                let step = tokens.clone().narrow(1, start, len);
+                let (scores, next) = decode_cached(&model.decoder, step, cache);
+                let want = whole.clone().narrow(1, start, len);
+                let what = format!("{backend}: steps {start}..{}", start + len);
+                assert_near(&what, &values(scores), &values(want), 1e-5, 1e-5);
+                start += len;
+                assert_eq!(next.num_steps(), start, "{what}");
+                cache = next;
+            }
+            // 2 blocks × keys and values × 2 sequences × 8 steps × 16 × 4 bytes
+            assert_eq!(cache.bytes(), 2 * 2 * 2 * 8 * 16 * 4, "{backend}");
+        }
+    }
+}
+
+#[test]
+fn decoding_with_projected_keys_and_values_refuses_other_decoders() {
+    let device = Device::flex();
+    let (model, tokens) = causal_lm(&device);
+    let (_, cache) =
+        decode_cached(&model.decoder, tokens.clone(), KvCache::new());
+    let one_block = CausalLm::new(
+        &TransformerConfig::new(30, 30)
+            .with_num_hiddens(16)
+            .with_num_layers(1),
+        &device,
+    );
+    let message = panic_message(|| {
+        decode_cached(&one_block.decoder, tokens.clone(), cache);
+    });
+    assert!(message.contains("`cache` holds 2 blocks"), "{message}");
+    let seq2seq = TransformerConfig::new(30, 30).init_decoder(&device);
+    let message = panic_message(|| {
+        decode_cached(&seq2seq, tokens, KvCache::new());
+    });
+    assert!(message.contains("cross-attention"), "{message}");
 }

@@ -1,7 +1,6 @@
 //! What the benchmarks share: timing, and the two chapters' models.
 #![allow(dead_code)] // each bench uses its own part
 
-use std::time::Instant;
 
 use burn::tensor::Device;
 use d2l_attention::bahdanau::BahdanauModel;
@@ -10,26 +9,7 @@ use d2l_attention::machine_translation::NmtData;
 use d2l_attention::performance::median;
 use d2l_attention::transformer::{TransformerConfig, TransformerModel};
 
-/// The median over `runs` timed runs, after `warmup` untimed ones, of the
-/// seconds one call of `f` takes; each run makes `reps` calls, then calls
-/// `sync` once (to wait for a device that computes asynchronously).
-pub fn median_seconds(
-    (warmup, runs, reps): (usize, usize, usize),
-    mut f: impl FnMut(),
-    sync: impl Fn(),
-) -> f64 {
-    let mut run = || {
-        let start = Instant::now();
-        (0..reps).for_each(|_| f());
-        sync();
-        start.elapsed().as_secs_f64() / reps as f64
-    };
-    (0..warmup).for_each(|_| {
-        run();
-    });
-    let times: Vec<f64> = (0..runs).map(|_| run()).collect();
-    median(&times)
-}
+pub use d2l_attention::performance::median_seconds;
 
 /// The Bahdanau chapter's model (d2l zh §10.4: embed 32, hidden 32, two
 /// layers, dropout 0.1) for `data`, on `device`.

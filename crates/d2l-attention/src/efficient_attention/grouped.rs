@@ -166,14 +166,14 @@ impl GroupedQueryAttention {
 /// (batch_size, n, heads · d) → (batch_size, heads, n, d): head j holds
 /// features j·d … (j + 1)·d − 1, as d2l's `transpose_qkv` and PyTorch's
 /// `view(b, n, heads, d).transpose(1, 2)`.
-fn split_heads(x: Tensor<3>, heads: usize) -> Tensor<4> {
+pub(super) fn split_heads(x: Tensor<3>, heads: usize) -> Tensor<4> {
     let [batch_size, n, width] = x.dims();
     x.reshape([batch_size, n, heads, width / heads])
         .swap_dims(1, 2)
 }
 
 /// Undoes [`split_heads`]: the heads side by side again.
-fn merge_heads(x: Tensor<4>) -> Tensor<3> {
+pub(super) fn merge_heads(x: Tensor<4>) -> Tensor<3> {
     let [batch_size, heads, n, d] = x.dims();
     x.swap_dims(1, 2).reshape([batch_size, n, heads * d])
 }

@@ -9,14 +9,24 @@
 //!   library's fast version is [`crate::kernels::attention`];
 //! - [`GroupedQueryAttention`]: fewer key/value heads than query heads
 //!   (Shazeer, 2019; Ainslie et al., 2023);
-//! - [`rotary`](fn@rotary): rotary position embeddings (Su et al., 2021, RoFormer).
+//! - [`KvCache`] and [`decode_cached`]: a decoder-only model's projected
+//!   keys and values kept between steps of generation;
+//! - [`rotary`](fn@rotary): rotary position embeddings (Su et al., 2021, RoFormer);
+//! - [`Form`] and [`peak_in_fresh_process`]: d2l's form against the fused
+//!   operation, and the peak memory of one call of either.
 
+#[cfg(feature = "native")]
+mod cost;
 mod grouped;
+mod kv_cache;
 mod online_softmax;
 mod rotary;
 mod tiled;
 
+#[cfg(feature = "native")]
+pub use cost::{Form, PEAK_FLAG, peak_in_fresh_process, serve_peak_request};
 pub use grouped::{GroupedQueryAttention, GroupedQueryAttentionConfig};
+pub use kv_cache::{KvCache, decode_cached};
 pub use online_softmax::online_softmax;
 pub use rotary::rotary;
 pub use tiled::tiled_attention;

@@ -18,6 +18,7 @@ use crate::Svg;
 
 pub mod bahdanau;
 pub mod bahdanau_exercises;
+pub mod efficient;
 pub mod multihead;
 pub mod nw;
 pub mod performance;
@@ -165,6 +166,7 @@ pub fn all() -> Vec<Listing> {
         vit_training::LISTINGS,
         vit_exercises::LISTINGS,
         pretraining::LISTINGS,
+        efficient::LISTINGS,
         performance::LISTINGS,
     ]
     .concat()

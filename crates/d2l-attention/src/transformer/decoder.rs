@@ -292,7 +292,7 @@ impl Decoder<TransformerEncoded> for TransformerDecoder {
         self.check_state(&x, &state);
         // the positions after those already decoded
         let past = state.num_steps();
-        let mut x = embed(&self.embedding, &self.pos_encoding, x, past);
+        let mut x = self.embed(x, past);
         let TransformerDecoderState {
             enc_outputs,
             enc_valid_lens,
@@ -333,6 +333,13 @@ impl Decoder<TransformerEncoded> for TransformerDecoder {
 }
 
 impl TransformerDecoder {
+    /// What the first block reads for tokens `x` (batch_size, num_steps) at
+    /// positions `start`, `start` + 1, …: their scaled embeddings plus the
+    /// positional encoding, then its dropout.
+    pub(crate) fn embed(&self, x: Tensor<2, Int>, start: usize) -> Tensor<3> {
+        embed(&self.embedding, &self.pos_encoding, x, start)
+    }
+
     /// The shape checks of [`Decoder::forward`], all on the host.
     fn check_state(&self, x: &Tensor<2, Int>, state: &TransformerDecoderState) {
         let [batch_size, num_steps] = x.dims();
