@@ -95,17 +95,20 @@ fn cost_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         d2l_mib.push(peak(Form::D2l)? as f64 / MIB);
         fused_mib.push(peak(Form::Fused)? as f64 / MIB);
     }
-    writeln!(out, "{HEADS} heads of {D} features; ms a call, peak MiB")?;
     writeln!(
         out,
-        "{:>5} {:>8} {:>8} {:>8} {:>8} {:>8}",
-        "n", "d2l", "tiled", "fused", "d2l MiB", "fused"
+        "{HEADS} heads of {D} features; ms a call, peak MiB of a call"
+    )?;
+    writeln!(
+        out,
+        "{:>5} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "n", "d2l ms", "tiled ms", "fused ms", "d2l MiB", "fused MiB"
     )?;
     for (i, n) in LENGTHS.into_iter().enumerate() {
         let tiled = tiled_ms.get(i).map_or("-".into(), |ms| format!("{ms:.2}"));
         let (a, b) = (d2l_ms[i], fused_ms[i]);
         let (c, e) = (d2l_mib[i], fused_mib[i]);
-        writeln!(out, "{n:>5} {a:>8.2} {tiled:>8} {b:>8.2} {c:>8.1} {e:>8.1}")?;
+        writeln!(out, "{n:>5} {a:>9.2} {tiled:>9} {b:>9.2} {c:>9.1} {e:>9.1}")?;
     }
     // bytes per score at the longest n, and the n whose weights fill memory
     let n = *LENGTHS.last().expect("lengths") as f64;
@@ -279,7 +282,10 @@ fn kv_cache_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
         inputs * 4,
         cache.bytes() / GENERATE
     )?;
-    writeln!(out, "largest difference between their scores: {gap:.1e}")?;
+    writeln!(
+        out,
+        "largest difference between their next-token scores: {gap:.1e}"
+    )?;
     writeln!(out, "ms a token, mean over the steps")?;
     writeln!(
         out,
@@ -320,7 +326,7 @@ fn kv_cache_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
 fn kv_cache_facts(text: &str) -> anyhow::Result<()> {
     anyhow::ensure!(text.contains("d2l's cache 2048, projected 4096"), "sizes");
     let gap = text
-        .split("their scores: ")
+        .split("next-token scores: ")
         .nth(1)
         .and_then(|rest| rest.lines().next())
         .context("the largest difference")?;
@@ -350,7 +356,7 @@ fn gqa_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     writeln!(
         out,
         "{:>8} {:>14} {:>12} {:>12}",
-        "kv_heads", "output", "W_k and W_v", "cache/token"
+        "kv_heads", "output", "W_k, W_v", "bytes/token"
     )?;
     for kv_heads in [8, 4, 2, 1] {
         let layer =
@@ -363,7 +369,8 @@ fn gqa_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
             AttentionMask::Causal,
         );
         let kv_weights = layer.w_k.weight.dims().iter().product::<usize>() * 2;
-        // a key and a value per key/value head, f32, per token and layer
+        // weights in W_k and W_v; the cache of one token in one layer: a key
+        // and a value per key/value head, 4 bytes a number (f32)
         let cache = 2 * kv_heads * head_size * 4;
         let shape = format!("{:?}", y.dims());
         writeln!(
