@@ -42,7 +42,8 @@ fn proc_bytes(file: &str, field: &str) -> anyhow::Result<u64> {
 ///     let buffer = vec![1u8; 64 << 20]; // 64 MiB, every page written
 ///     std::hint::black_box(&buffer);
 /// })?;
-/// assert!(bytes >= 64 << 20, "{bytes}");
+/// // the buffer, give or take what the process maps or frees meanwhile
+/// assert!(bytes > 60 << 20 && bytes < 72 << 20, "{bytes}");
 /// # anyhow::Ok(())
 /// ```
 pub fn peak_bytes(f: impl FnOnce()) -> anyhow::Result<u64> {
