@@ -23,6 +23,7 @@ pub mod multihead;
 pub mod nw;
 pub mod performance;
 pub mod pretraining;
+pub mod pretraining_scaling;
 pub mod qkv;
 pub mod scoring;
 pub mod self_attention;
@@ -166,6 +167,7 @@ pub fn all() -> Vec<Listing> {
         vit_training::LISTINGS,
         vit_exercises::LISTINGS,
         pretraining::LISTINGS,
+        pretraining_scaling::LISTINGS,
         efficient::LISTINGS,
         performance::LISTINGS,
     ]

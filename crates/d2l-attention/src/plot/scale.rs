@@ -199,7 +199,9 @@ impl Ranged for ScaleAxis {
 
 /// Ticks of a log axis: the powers of ten within `lo..=hi` (every k-th of
 /// them when there are more than eight), 2 and 5 times them when fewer than
-/// three powers fall inside, and the ends when even those are too few.
+/// three powers fall inside, and a linear axis' ticks when even those are
+/// fewer than three (an axis narrower than a factor of 2.5, where a log
+/// scale looks linear).
 fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     let inside = |v: &f64| {
         v.is_finite() && (lo * (1.0 - 1e-9)..=hi * (1.0 + 1e-9)).contains(v)
@@ -219,12 +221,15 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
         .flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * pow10(e)))
         .filter(inside)
         .collect();
-    if ticks.len() >= 2 {
-        ticks
-    } else {
-        vec![lo, hi]
+    if ticks.len() >= 3 {
+        return ticks;
     }
+    let linear = RangedCoordf64::from(lo..hi).key_points(NARROW_TICKS);
+    if linear.len() >= 2 { linear } else { vec![lo, hi] }
 }
+
+/// At most this many ticks on a narrow log axis.
+const NARROW_TICKS: usize = 8;
 
 impl ScaleAxis {
     /// A tick's label: at most four decimals on a linear axis, four
@@ -248,7 +253,10 @@ mod tests {
         assert_eq!(log_ticks(1.0, 1000.0), [1.0, 10.0, 100.0, 1000.0]);
         assert_eq!(log_ticks(0.8, 300.0), [1.0, 10.0, 100.0]);
         assert_eq!(log_ticks(1.5, 30.0), [2.0, 5.0, 10.0, 20.0]);
-        assert_eq!(log_ticks(3.0, 4.0), [3.0, 4.0]);
+        let narrow = log_ticks(3.25, 3.85);
+        assert_eq!(narrow.len(), 6, "{narrow:?}");
+        assert!((narrow[0] - 3.3).abs() < 1e-9 && (narrow[5] - 3.8).abs() < 1e-9);
+        assert_eq!(log_ticks(2.0, 4.0), [2.0, 2.5, 3.0, 3.5, 4.0]);
         let wide = log_ticks(1e-12, 1e12);
         assert!(wide.len() <= 8 && wide[0] == 1e-12, "{wide:?}");
     }

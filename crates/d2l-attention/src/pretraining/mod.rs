@@ -31,5 +31,5 @@ pub use masking::{MlmExample, SENTINELS, corrupt_spans, mask_tokens};
 pub use models::{
     CausalLm, LanguageModel, MaskLm, MaskedLm, MlmOutput, Scores,
 };
-pub use scaling::PowerLaw;
+pub use scaling::{HUBER_DELTA, LogLaw, ParametricLoss, PowerLaw};
 pub use train::{LmEpoch, lm_valid_loss, pretrain};
