@@ -270,6 +270,8 @@ fn size_fits(runs: &[ScalingRun], out: &mut Output) -> anyhow::Result<()> {
     let power = PowerLaw::fit(&n, &mean); // least squares in ln L
     let log = LogLaw::fit(&n, &mean); // least squares in L
     let floor = ParametricLoss::fit(&[&n], &mean); // Huber, L-BFGS
+    // the same form by least squares in ln L
+    let squares = ParametricLoss::fit_huber(&[&n], &mean, f64::INFINITY);
     // ANCHOR_END: fits
     let (a, alpha) = floor.terms[0];
     let laws: [(String, &dyn Fn(f64) -> f64); 3] = [
@@ -289,7 +291,15 @@ fn size_fits(runs: &[ScalingRun], out: &mut Output) -> anyhow::Result<()> {
             &|x| floor.at(&[x]),
         ),
     ];
-    for (name, law) in &laws {
+    let (a2, alpha2) = squares.terms[0];
+    let squares_law: (String, &dyn Fn(f64) -> f64) = (
+        format!(
+            "the same, least squares: E = {:.2}, A = {a2:.2}, α = {alpha2:.2}",
+            squares.e
+        ),
+        &|x| squares.at(&[x]),
+    );
+    for (name, law) in laws.iter().chain([&squares_law]) {
         let residuals: Vec<String> = n
             .iter()
             .zip(&mean)

@@ -27,7 +27,12 @@ impl ParametricLoss {
     /// Σᵢ Huber_δ(ln L̂ᵢ − ln Lᵢ) ([`HUBER_DELTA`]) with L-BFGS (argmin's,
     /// with a Moré–Thuente line search) from every point of their grid:
     /// αₖ ∈ {0, 0.5, …, 2}, e ∈ {−1, −0.5, …, 1}, aₖ ∈ {0, 5, …, 25}
-    /// (150 starts a variable, times 5). The lowest objective wins.
+    /// (5 · 30ᵏ starts: 150 for one variable, 4,500 for two). The lowest
+    /// objective wins; a start whose line search fails ends at the best
+    /// point it reached, and one whose objective overflows is dropped.
+    /// Where most residuals exceed δ (a loss that moves by more than 0.1 %
+    /// between neighbouring points), the Huber loss is close to the sum of
+    /// absolute residuals. [`ParametricLoss::fit_huber`] takes another δ.
     ///
     /// `columns[k][i]` is variable k at point i; `loss[i]` the loss there.
     ///
@@ -52,6 +57,27 @@ impl ParametricLoss {
     /// assert!((fit.at(&[1e6]) / (2.0 + 400.0 / 1e6f64.powf(0.3)) - 1.0).abs() < 1e-4);
     /// ```
     pub fn fit(columns: &[&[f64]], loss: &[f64]) -> Self {
+        Self::fit_huber(columns, loss, HUBER_DELTA)
+    }
+
+    /// [`ParametricLoss::fit`] with the Huber loss' threshold `delta`
+    /// instead of Hoffmann et al.'s: `f64::INFINITY` makes it least squares
+    /// in ln L.
+    ///
+    /// # Panics
+    /// As [`ParametricLoss::fit`], and when `delta` is not positive.
+    ///
+    /// # Examples
+    /// ```
+    /// use d2l_attention::pretraining::ParametricLoss;
+    ///
+    /// let n: Vec<f64> = (0..7).map(|i| 10f64.powi(3 + i)).collect();
+    /// let loss: Vec<f64> = n.iter().map(|n| 2.0 + 400.0 / n.powf(0.3)).collect();
+    /// let fit = ParametricLoss::fit_huber(&[&n], &loss, f64::INFINITY);
+    /// assert!((fit.e - 2.0).abs() < 1e-3 && (fit.terms[0].1 - 0.3).abs() < 1e-3);
+    /// ```
+    pub fn fit_huber(columns: &[&[f64]], loss: &[f64], delta: f64) -> Self {
+        assert!(delta > 0.0, "`delta` is {delta}: it must be positive");
         let k = columns.len();
         assert!(
             (1..=2).contains(&k),
@@ -79,6 +105,7 @@ impl ParametricLoss {
                 .map(|c| c.iter().map(|v| v.ln()).collect())
                 .collect(),
             log_loss: loss.iter().map(|v| v.ln()).collect(),
+            delta,
         };
         let (_, _, best) = starts(k)
             .into_par_iter()
@@ -148,6 +175,7 @@ fn starts(k: usize) -> Vec<Vec<f64>> {
 struct Objective {
     logs: Vec<Vec<f64>>,
     log_loss: Vec<f64>,
+    delta: f64,
 }
 
 impl Objective {
@@ -164,11 +192,11 @@ impl Objective {
             let max = parts.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let sum: f64 = parts.iter().map(|p| (p - max).exp()).sum();
             let r = max + sum.ln() - log_loss;
-            let (huber, slope) = if r.abs() <= HUBER_DELTA {
+            let delta = self.delta;
+            let (huber, slope) = if r.abs() <= delta {
                 (0.5 * r * r, r)
             } else {
-                let s = HUBER_DELTA * r.signum();
-                (HUBER_DELTA * (r.abs() - 0.5 * HUBER_DELTA), s)
+                (delta * (r.abs() - 0.5 * delta), delta * r.signum())
             };
             cost += huber;
             grad[0] += slope * (parts[0] - max).exp() / sum;
@@ -266,6 +294,7 @@ mod tests {
         let problem = Objective {
             logs: vec![vec![5.0, 7.0, 9.0], vec![9.0, 10.0, 11.0]],
             log_loss: vec![1.3, 1.2, 1.1],
+            delta: HUBER_DELTA,
         };
         let theta = [0.4, 3.0, 0.3, 4.0, 0.5];
         let (_, grad) = problem.eval(&theta);
@@ -278,6 +307,23 @@ mod tests {
                 (problem.eval(&up).0 - problem.eval(&down).0) / (2.0 * h);
             assert!((numeric - grad[j]).abs() < 1e-7, "{j}: {grad:?}");
         }
+    }
+
+    /// One residual inside δ and one beyond it, by hand: at θ = (e, a, α)
+    /// = (ln 2, 0, 0) the model is ln(2 + 1) at every point.
+    #[test]
+    fn the_objective_is_hoffmanns_huber_loss() {
+        let at = |log_loss: f64| Objective {
+            logs: vec![vec![1.0]],
+            log_loss: vec![log_loss],
+            delta: HUBER_DELTA,
+        };
+        let theta = [2f64.ln(), 0.0, 0.0];
+        let inside = 3f64.ln() - 5e-4;
+        assert!((at(inside).eval(&theta).0 - 0.5 * 5e-4 * 5e-4).abs() < 1e-15);
+        let beyond = 3f64.ln() + 0.1;
+        let expected = HUBER_DELTA * (0.1 - 0.5 * HUBER_DELTA);
+        assert!((at(beyond).eval(&theta).0 - expected).abs() < 1e-12);
     }
 
     #[test]
