@@ -451,8 +451,10 @@ fn gelu_is_burn_s_exact_form_within_tolerance() {
         let x =
             Tensor::<1>::from_floats(xs.as_slice(), &device).reshape([1, 1, n]);
         let (y, grad) = run(gelu, &x, &Tensor::ones([1, 1, n], &device));
-        // libtorch runs PyTorch's own GELU, whose erf is within 3.6e-7.
-        let atol = if mode.starts_with("flex") { 2e-7 } else { 5e-7 };
+        // libtorch runs PyTorch's own GELU, whose erf is within 3.6e-7; on
+        // AVX-512 (a 2-core AMD EPYC Zen 4, 2026-12-06) it was 5.7e-7 off
+        // at -3.8125.
+        let atol = if mode.starts_with("flex") { 2e-7 } else { 1e-6 };
         let mut checks = vec![("value", y, &want_y)];
         checks.extend(grad.map(|g| ("gradient", g, &want_grad)));
         for (what, ours, want) in checks {
