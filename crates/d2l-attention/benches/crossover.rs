@@ -11,7 +11,7 @@ mod common;
 
 use burn::nn::DropoutConfig;
 use burn::tensor::{Device, Tensor};
-use common::median_seconds;
+use d2l_attention::performance::median_seconds;
 use d2l_attention::attention_scoring::DotProductAttentionConfig;
 use d2l_attention::kernels::{AttentionMask, attention};
 use d2l_attention::random::randn;

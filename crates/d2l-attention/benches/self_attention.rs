@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::median_seconds;
+use d2l_attention::performance::median_seconds;
 use d2l_attention::BackendChoice;
 use d2l_attention::attention_scoring::{self_attention, self_attention_loop};
 use d2l_attention::random::randn;

@@ -20,7 +20,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use anyhow::{Context, bail};
 use burn::nn::DropoutConfig;
 use burn::tensor::{Device, Tensor};
-use common::median_seconds;
+use d2l_attention::performance::median_seconds;
 use d2l_attention::BackendChoice;
 use d2l_attention::memory::peak_bytes;
 use d2l_attention::attention_scoring::{DotProductAttentionConfig, ValidLens};

@@ -10,15 +10,12 @@
 //!
 //! Run: `cargo run --release -p d2l-attention --example scoring_cost`.
 
-#[path = "../benches/common/mod.rs"]
-mod common;
-
 use burn::tensor::Device;
-use common::median_seconds;
 use d2l_attention::BackendChoice;
 use d2l_attention::attention_scoring::{
     AdditiveAttentionConfig, DotProductAttentionConfig,
 };
+use d2l_attention::performance::median_seconds;
 use d2l_attention::random::randn;
 
 /// The page's sizes: (n, d, h).

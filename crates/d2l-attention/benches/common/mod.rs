@@ -1,15 +1,11 @@
-//! What the benchmarks share: timing, and the two chapters' models.
+//! What the benchmarks share: the two chapters' models.
 #![allow(dead_code)] // each bench uses its own part
-
 
 use burn::tensor::Device;
 use d2l_attention::bahdanau::BahdanauModel;
 use d2l_attention::listings::bahdanau_exercises::chapter_config;
 use d2l_attention::machine_translation::NmtData;
-use d2l_attention::performance::median;
 use d2l_attention::transformer::{TransformerConfig, TransformerModel};
-
-pub use d2l_attention::performance::median_seconds;
 
 /// The Bahdanau chapter's model (d2l zh §10.4: embed 32, hidden 32, two
 /// layers, dropout 0.1) for `data`, on `device`.

@@ -360,7 +360,7 @@ fn grid_fit(runs: &[ScalingRun], out: &mut Output) -> anyhow::Result<()> {
         let (r, mean) = (cell[0], spread(&losses(cell)).0);
         format!("{:+.3}", mean - law.at(&[r.n as f64, r.d as f64]))
     })?;
-    out.figure("pretrain-scaling-data", data_figure(&cells, &law)?);
+    out.figure("pretrain-scaling-data", data_figure(&cells, &mean, &law)?);
     Ok(())
 }
 
@@ -400,10 +400,12 @@ fn size_figure(
 
 const BAR: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
 
-/// The means against D, a colour per size, and Hoffmann et al.'s form
-/// fitted to the grid, dashed in the same colour.
+/// The means (one per cell, in the cells' order) against D, a colour per
+/// size, and Hoffmann et al.'s form fitted to the grid, dashed in the same
+/// colour.
 fn data_figure(
     cells: &[Vec<&ScalingRun>],
+    means: &[f64],
     law: &ParametricLoss,
 ) -> anyhow::Result<crate::Svg> {
     const COLORS: [RGBColor; 6] = [
@@ -415,17 +417,14 @@ fn data_figure(
         RGBColor(0x8c, 0x56, 0x4b),
     ];
     let mut series = Vec::new();
-    for (row, color) in cells.chunks(SHARES.len()).zip(COLORS) {
+    let rows = cells.chunks(SHARES.len()).zip(means.chunks(SHARES.len()));
+    for ((row, mean), color) in rows.zip(COLORS) {
         let d: Vec<f64> = row.iter().map(|c| c[0].d as f64).collect();
-        let mean: Vec<f64> = row
-            .iter()
-            .map(|c| spread(&c.iter().map(|r| r.loss).collect::<Vec<_>>()).0)
-            .collect();
         let n = row[0][0].n as f64;
         let fitted: Vec<f64> = d.iter().map(|&d| law.at(&[n, d])).collect();
         let (h, blocks) = row[0][0].size;
         series.push(
-            Series::points(&d, &mean)
+            Series::points(&d, mean)
                 .color(color)
                 .label(&format!("{h} × {blocks}")),
         );
