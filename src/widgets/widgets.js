@@ -170,7 +170,10 @@ function nadarayaWatson(widget, body) {
   const bandwidth = el("input", { type: "range", name: "bandwidth",
     min: "0.05", max: "2", step: "0.05", value: "0.5",
     ariaLabel: WORDS.bandwidth });
-  const shown = el("output", { textContent: "h = 0.5" });
+  // the slider is the Gaussian's σ, or the width h that divides every
+  // distance for the other kernels
+  const symbol = () => (kernel.value === "gaussian" ? "σ" : "h");
+  const shown = el("output", { textContent: "σ = 0.5" });
   const mse = el("output", { className: "widget-mse" });
   const out = el("div", { className: "widget-figures" });
   body.append(el("form", {}, [el("label", {}, [`${WORDS.kernel} `, kernel]),
@@ -178,7 +181,7 @@ function nadarayaWatson(widget, body) {
   el("p", { className: "widget-message" }), out);
   const redraw = async () => {
     const h = Number(bandwidth.value);
-    shown.textContent = `h = ${h}`;
+    shown.textContent = `${symbol()} = ${h}`;
     mse.textContent = "";
     const ok = await compute(widget,
       (m) => m.nadaraya_watson(kernel.value, h), (e) => {

@@ -4,7 +4,8 @@
 //! losses. The release check trains seed 1 of the grid
 //! (`pretrain-scaling`); seeds 1 to 5 ran in the ignored test
 //! `pretrain_scaling_seeds`, whose committed report `pretrain-scaling-fits`
-//! reads.
+//! reads. `llm-sizes`, of the section "Large language models", prints
+//! the published sizes of large models and plots them; it trains nothing.
 
 use std::fmt::Write;
 
@@ -20,7 +21,7 @@ use crate::seq2seq::TrainConfig;
 use crate::transformer::TransformerConfig;
 use crate::{Axes, Series, plot};
 
-/// The listings of the scaling study.
+/// The listings of the scaling study and of the large models.
 pub const LISTINGS: &[Listing] = &[
     Listing {
         name: "pretrain-scaling",
@@ -29,6 +30,7 @@ pub const LISTINGS: &[Listing] = &[
         run: scaling_demo,
     },
     Listing::new("pretrain-scaling-fits", file!(), fits_demo),
+    Listing::new("llm-sizes", file!(), sizes_demo),
 ];
 
 /// The decoder-only models of the scaling study, as (num_hiddens,
@@ -439,6 +441,108 @@ fn data_figure(
         .yscale(Scale::Log)
         .xlim(20_000.0, 300_000.0)
         .figsize(4.5, 3.0);
+    Ok(plot(&series, &axes)?)
+}
+
+/// Each model's parameters and training tokens (billions) as its source
+/// prints them: Hoffmann et al. (2022), Table 1; Chowdhery et al. (2022),
+/// §1 (PaLM); Touvron et al. (2023), Table 2 (LLaMA). Chinchilla last, so
+/// that its point is drawn over LLaMA-65B's.
+// ANCHOR: models
+const MODELS: [(&str, f64, f64, &str); 11] = [
+    ("LaMDA", 137.0, 168.0, "Hoffmann, Table 1"),
+    ("GPT-3", 175.0, 300.0, "Hoffmann, Table 1"),
+    ("Jurassic", 178.0, 300.0, "Hoffmann, Table 1"),
+    ("Gopher", 280.0, 300.0, "Hoffmann, Table 1"),
+    ("MT-NLG", 530.0, 270.0, "Hoffmann, Table 1"),
+    ("PaLM", 540.0, 780.0, "Chowdhery, §1"),
+    ("LLaMA-7B", 6.7, 1000.0, "Touvron, Table 2"),
+    ("LLaMA-13B", 13.0, 1000.0, "Touvron, Table 2"),
+    ("LLaMA-33B", 32.5, 1400.0, "Touvron, Table 2"),
+    ("LLaMA-65B", 65.2, 1400.0, "Touvron, Table 2"),
+    ("Chinchilla", 70.0, 1400.0, "Hoffmann, Table 1"),
+];
+/// Hoffmann et al.'s projections of the tokens that train a model of each
+/// size compute-optimally (billions; up to a trillion parameters): their
+/// approach 1 (Table 3) and approach 3 (appendix D.3, Table A3).
+const PARAMETERS: [f64; 8] =
+    [0.4, 1.0, 10.0, 67.0, 175.0, 280.0, 520.0, 1000.0];
+const APPROACH_1: [f64; 8] =
+    [8.0, 20.2, 205.1, 1500.0, 3700.0, 5900.0, 11000.0, 21200.0];
+const APPROACH_3: [f64; 8] =
+    [9.2, 27.1, 410.1, 4100.0, 12000.0, 20100.0, 43500.0, 94100.0];
+// ANCHOR_END: models
+
+fn sizes_demo(_device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // ANCHOR: table
+    writeln!(
+        out,
+        "model         N (billions)  D (billions)   D/N  6ND (FLOPs)"
+    )?;
+    for (model, n, d, source) in MODELS {
+        let flops = 6.0 * n * d * 1e18; // 6 FLOPs a parameter and token
+        writeln!(
+            out,
+            "{model:<12} {n:>13} {d:>13} {:>5.1} {flops:>12.1e}  {source}",
+            d / n
+        )?;
+    }
+    for (name, tokens) in [("1", APPROACH_1), ("3", APPROACH_3)] {
+        writeln!(out, "compute-optimal D/N (Hoffmann, approach {name}):")?;
+        let ratios: Vec<String> = PARAMETERS
+            .iter()
+            .zip(tokens)
+            .map(|(n, d)| format!("{n} B: {:.1}", d / n))
+            .collect();
+        for row in ratios.chunks(4) {
+            writeln!(out, "  {}", row.join(", "))?;
+        }
+    }
+    // ANCHOR_END: table
+    out.figure("llm-sizes", sizes_figure()?);
+    Ok(())
+}
+
+/// Training tokens against parameters on log–log axes: the models as
+/// points, a colour per source and Chinchilla apart; Hoffmann et al.'s
+/// two projections; and the models that 6ND gives Gopher's compute.
+fn sizes_figure() -> anyhow::Result<crate::Svg> {
+    let group = |from: usize, to: usize| -> (Vec<f64>, Vec<f64>) {
+        MODELS[from..to].iter().map(|m| (m.1, m.2)).unzip()
+    };
+    let grey = RGBColor(0x7f, 0x7f, 0x7f);
+    let gopher = 6.0 * 280.0 * 300.0; // 6ND in 10^18 FLOPs
+    let same_n = [40.0, 2000.0];
+    let same_d = same_n.map(|n| gopher / (6.0 * n));
+    let points = [
+        (group(0, 5), "Hoffmann, Table 1", RGBColor(0xff, 0x7f, 0x0e)),
+        (group(5, 6), "PaLM", RGBColor(0x2c, 0xa0, 0x2c)),
+        (group(6, 10), "LLaMA", RGBColor(0xd6, 0x27, 0x28)),
+        (group(10, 11), "Chinchilla", RGBColor(0x94, 0x67, 0xbd)),
+    ];
+    let mut series = vec![
+        Series::line(&PARAMETERS, &APPROACH_1)
+            .style(LineStyle::Dashed)
+            .color(grey)
+            .label("optimal, approach 1 (Table 3)"),
+        Series::line(&PARAMETERS, &APPROACH_3)
+            .style(LineStyle::Dotted)
+            .color(grey)
+            .label("optimal, approach 3 (Table A3)"),
+        Series::line(&same_n, &same_d)
+            .color(RGBColor(0x17, 0xbe, 0xcf))
+            .label("Gopher's compute (6ND)"),
+    ];
+    for ((n, d), label, color) in points {
+        series.push(Series::points(&n, &d).color(color).label(label));
+    }
+    let axes =
+        Axes::new("parameters N (billions)", "training tokens D (billions)")
+            .xscale(Scale::Log)
+            .yscale(Scale::Log)
+            .xlim(0.3, 2000.0)
+            .ylim(5.0, 200_000.0)
+            .figsize(4.5, 3.6);
     Ok(plot(&series, &axes)?)
 }
 
