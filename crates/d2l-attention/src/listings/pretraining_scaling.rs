@@ -444,36 +444,35 @@ fn data_figure(
     Ok(plot(&series, &axes)?)
 }
 
-/// Each model's parameters and training tokens (billions) as its source
-/// prints them: Hoffmann et al. (2022), Table 1; Chowdhery et al. (2022),
-/// §1 (PaLM); Touvron et al. (2023), Table 2 (LLaMA). Chinchilla last, so
-/// that its point is drawn over LLaMA-65B's.
-// ANCHOR: models
-const MODELS: [(&str, f64, f64, &str); 11] = [
-    ("LaMDA", 137.0, 168.0, "Hoffmann, Table 1"),
-    ("GPT-3", 175.0, 300.0, "Hoffmann, Table 1"),
-    ("Jurassic", 178.0, 300.0, "Hoffmann, Table 1"),
-    ("Gopher", 280.0, 300.0, "Hoffmann, Table 1"),
-    ("MT-NLG", 530.0, 270.0, "Hoffmann, Table 1"),
-    ("PaLM", 540.0, 780.0, "Chowdhery, §1"),
-    ("LLaMA-7B", 6.7, 1000.0, "Touvron, Table 2"),
-    ("LLaMA-13B", 13.0, 1000.0, "Touvron, Table 2"),
-    ("LLaMA-33B", 32.5, 1400.0, "Touvron, Table 2"),
-    ("LLaMA-65B", 65.2, 1400.0, "Touvron, Table 2"),
-    ("Chinchilla", 70.0, 1400.0, "Hoffmann, Table 1"),
-];
-/// Hoffmann et al.'s projections of the tokens that train a model of each
-/// size compute-optimally (billions; up to a trillion parameters): their
-/// approach 1 (Table 3) and approach 3 (appendix D.3, Table A3).
-const PARAMETERS: [f64; 8] =
-    [0.4, 1.0, 10.0, 67.0, 175.0, 280.0, 520.0, 1000.0];
-const APPROACH_1: [f64; 8] =
-    [8.0, 20.2, 205.1, 1500.0, 3700.0, 5900.0, 11000.0, 21200.0];
-const APPROACH_3: [f64; 8] =
-    [9.2, 27.1, 410.1, 4100.0, 12000.0, 20100.0, 43500.0, 94100.0];
-// ANCHOR_END: models
-
 fn sizes_demo(_device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    // Each model's parameters and training tokens (billions) as its source
+    // prints them: Hoffmann et al. (2022), Table 1; Chowdhery et al. (2022),
+    // §1 (PaLM); Touvron et al. (2023), Table 2 (LLaMA). Chinchilla last, so
+    // that its point is drawn over LLaMA-65B's.
+    // ANCHOR: models
+    const MODELS: [(&str, f64, f64, &str); 11] = [
+        ("LaMDA", 137.0, 168.0, "Hoffmann, Table 1"),
+        ("GPT-3", 175.0, 300.0, "Hoffmann, Table 1"),
+        ("Jurassic", 178.0, 300.0, "Hoffmann, Table 1"),
+        ("Gopher", 280.0, 300.0, "Hoffmann, Table 1"),
+        ("MT-NLG", 530.0, 270.0, "Hoffmann, Table 1"),
+        ("PaLM", 540.0, 780.0, "Chowdhery, §1"),
+        ("LLaMA-7B", 6.7, 1000.0, "Touvron, Table 2"),
+        ("LLaMA-13B", 13.0, 1000.0, "Touvron, Table 2"),
+        ("LLaMA-33B", 32.5, 1400.0, "Touvron, Table 2"),
+        ("LLaMA-65B", 65.2, 1400.0, "Touvron, Table 2"),
+        ("Chinchilla", 70.0, 1400.0, "Hoffmann, Table 1"),
+    ];
+    // Hoffmann et al.'s projections of the tokens that train a model of each
+    // size compute-optimally (billions; up to a trillion parameters): their
+    // approach 1 (Table 3) and approach 3 (appendix D.3, Table A3).
+    const PARAMETERS: [f64; 8] =
+        [0.4, 1.0, 10.0, 67.0, 175.0, 280.0, 520.0, 1000.0];
+    const APPROACH_1: [f64; 8] =
+        [8.0, 20.2, 205.1, 1500.0, 3700.0, 5900.0, 11000.0, 21200.0];
+    const APPROACH_3: [f64; 8] =
+        [9.2, 27.1, 410.1, 4100.0, 12000.0, 20100.0, 43500.0, 94100.0];
+    // ANCHOR_END: models
     // ANCHOR: table
     writeln!(
         out,
@@ -499,16 +498,23 @@ fn sizes_demo(_device: &Device, out: &mut Output) -> anyhow::Result<()> {
         }
     }
     // ANCHOR_END: table
-    out.figure("llm-sizes", sizes_figure()?);
+    out.figure(
+        "llm-sizes",
+        sizes_figure(&MODELS, &PARAMETERS, [&APPROACH_1, &APPROACH_3])?,
+    );
     Ok(())
 }
 
 /// Training tokens against parameters on log–log axes: the models as
 /// points, a colour per source and Chinchilla apart; Hoffmann et al.'s
 /// two projections; and the models that 6ND gives Gopher's compute.
-fn sizes_figure() -> anyhow::Result<crate::Svg> {
+fn sizes_figure(
+    models: &[(&str, f64, f64, &str)],
+    parameters: &[f64],
+    [approach_1, approach_3]: [&[f64]; 2],
+) -> anyhow::Result<crate::Svg> {
     let group = |from: usize, to: usize| -> (Vec<f64>, Vec<f64>) {
-        MODELS[from..to].iter().map(|m| (m.1, m.2)).unzip()
+        models[from..to].iter().map(|m| (m.1, m.2)).unzip()
     };
     let grey = RGBColor(0x7f, 0x7f, 0x7f);
     let gopher = 6.0 * 280.0 * 300.0; // 6ND in 10^18 FLOPs
@@ -521,11 +527,11 @@ fn sizes_figure() -> anyhow::Result<crate::Svg> {
         (group(10, 11), "Chinchilla", RGBColor(0x94, 0x67, 0xbd)),
     ];
     let mut series = vec![
-        Series::line(&PARAMETERS, &APPROACH_1)
+        Series::line(parameters, approach_1)
             .style(LineStyle::Dashed)
             .color(grey)
             .label("optimal, approach 1 (Table 3)"),
-        Series::line(&PARAMETERS, &APPROACH_3)
+        Series::line(parameters, approach_3)
             .style(LineStyle::Dotted)
             .color(grey)
             .label("optimal, approach 3 (Table A3)"),
