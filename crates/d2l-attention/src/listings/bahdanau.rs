@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use burn::tensor::{Device, Int, Tensor};
+use serde::{Deserialize, Serialize};
 
 use super::{Check, Listing, Output, Progress, load_or_train};
 use crate::bahdanau::*;
@@ -21,6 +22,7 @@ pub const LISTINGS: &[Listing] = &[
         check: Check::Facts(train_facts),
         run: train_demo,
     },
+    Listing::new("bahdanau-seeds", file!(), seeds_demo),
 ];
 
 /// The seed of the model's initial weights and of the dropout masks: the
@@ -28,6 +30,36 @@ pub const LISTINGS: &[Listing] = &[
 /// "il est … ." on both flex and libtorch (seed 0 did not on flex; see the
 /// chapter's exercise 4).
 const SEED: u64 = 1;
+
+/// The seeds of the committed report (`bahdanau_seeds`), the chapter's
+/// first.
+pub const SEEDS: [u64; 10] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+/// The committed report of seeds [`SEEDS`], from the crate's folder.
+pub const REPORT_PATH: &str = "tests/reports/bahdanau-seeds.json";
+const REPORT: &str = include_str!("../../tests/reports/bahdanau-seeds.json");
+
+/// The report: when and where it was made, and one training per seed.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SeedReport {
+    /// The day of the run, `YYYY-MM-DD`.
+    pub date: String,
+    /// The CPU it ran on, as /proc/cpuinfo names it.
+    pub cpu: String,
+    /// One run per seed of [`SEEDS`], in order.
+    pub runs: Vec<SeedRun>,
+}
+
+/// The chapter's training with one seed: its final loss, and the
+/// translation and BLEU of each of [`EXAMPLES`].
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SeedRun {
+    /// The seed of the weights, dropout masks and batch order.
+    pub seed: u64,
+    /// The mean loss of the last epoch.
+    pub loss: f64,
+    /// Each example's translation and its BLEU (k = 2), in order.
+    pub translations: Vec<(String, f64)>,
+}
 
 /// The model as a diagram: the encoder (left), the attention (middle) and
 /// one step of the decoder (right).
@@ -237,13 +269,24 @@ pub(super) fn check_translation(
 }
 
 fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
+    train_run(SEED, device, out).map(|_| ())
+}
+
+/// The chapter's training with `seed`: prints and draws what
+/// `bahdanau-train` shows, saves the model under `out`'s root, and returns
+/// the run.
+pub fn train_run(
+    seed: u64,
+    device: &Device,
+    out: &mut Output,
+) -> anyhow::Result<SeedRun> {
     // ANCHOR: train
     let (embed_size, num_hiddens, num_layers, dropout) = (32, 32, 2, 0.1);
     let (batch_size, num_steps) = (64, 10);
     let corpus = Corpus::load(None)?; // downloaded once, then cached
     let data = corpus.training_data(num_steps, 600)?;
     let train_device = device.clone().autodiff();
-    train_device.seed(SEED); // initial weights and dropout masks
+    train_device.seed(seed); // initial weights and dropout masks
     let (src_vocab_size, tgt_vocab_size) =
         (data.src_vocab.len(), data.tgt_vocab.len());
     let model_config = Seq2SeqConfig::new(
@@ -286,7 +329,7 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR_END: save
     // ANCHOR: translate
     // predict_seq2seq switches to inference (no dropout) by itself
-    let mut translation = None;
+    let (mut translation, mut translations) = (None, Vec::new());
     for (eng, fra) in EXAMPLES {
         let t = predict_seq2seq(
             &model,
@@ -296,12 +339,9 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
             num_steps,
             device,
         )?;
-        writeln!(
-            out,
-            "{eng} => {}, bleu {:.3}",
-            t.text,
-            bleu(&t.text, fra, 2)
-        )?;
+        let score = bleu(&t.text, fra, 2);
+        writeln!(out, "{eng} => {}, bleu {score:.3}", t.text)?;
+        translations.push((t.text.clone(), score));
         translation = Some(t);
     }
     // ANCHOR_END: translate
@@ -324,5 +364,63 @@ fn train_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     }
     // ANCHOR_END: heatmap
     out.figure("bahdanau-heatmap", figure.svg);
+    Ok(SeedRun {
+        seed,
+        loss: last.loss,
+        translations,
+    })
+}
+
+/// The report's BLEUs: a row per seed, the mean and range per sentence,
+/// and what each seed wrote for the sentence outside the training pairs.
+fn seeds_demo(_: &Device, out: &mut Output) -> anyhow::Result<()> {
+    let report: SeedReport = serde_json::from_str(REPORT)?;
+    writeln!(out, "BLEU per seed ({}, {})", report.date, report.cpu)?;
+    let header: Vec<String> = EXAMPLES
+        .iter()
+        .map(|(eng, _)| format!("{eng:>11}"))
+        .collect();
+    writeln!(out, "seed  {}   loss", header.join(" "))?;
+    for run in &report.runs {
+        let cells: Vec<String> = run
+            .translations
+            .iter()
+            .map(|t| format!("{:>11.3}", t.1))
+            .collect();
+        writeln!(
+            out,
+            "{:>4}  {} {:>6.3}",
+            run.seed,
+            cells.join(" "),
+            run.loss
+        )?;
+    }
+    let column = |i: usize| -> Vec<f64> {
+        report.runs.iter().map(|r| r.translations[i].1).collect()
+    };
+    let stats: Vec<(f64, f64, f64)> = (0..EXAMPLES.len())
+        .map(|i| {
+            let c = column(i);
+            let mean = c.iter().sum::<f64>() / c.len() as f64;
+            (
+                mean,
+                c.iter().copied().fold(1.0, f64::min),
+                c.iter().copied().fold(0.0, f64::max),
+            )
+        })
+        .collect();
+    let mean: Vec<String> =
+        stats.iter().map(|s| format!("{:>11.3}", s.0)).collect();
+    writeln!(out, "mean  {}", mean.join(" "))?;
+    let range: Vec<String> = stats
+        .iter()
+        .map(|s| format!("{:>11}", format!("{:.2}-{:.2}", s.1, s.2)))
+        .collect();
+    writeln!(out, "range {}", range.join(" "))?;
+    writeln!(out, "{} =>", EXAMPLES[2].0)?;
+    for run in &report.runs {
+        let (text, score) = &run.translations[2];
+        writeln!(out, "  seed {}: {text} (bleu {score:.3})", run.seed)?;
+    }
     Ok(())
 }
