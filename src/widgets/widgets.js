@@ -161,6 +161,9 @@ function translation(widget, body) {
           keys: f.keys, weights: f.weights }, WORDS[f.kind]))));
     });
   });
+  // translate the example at once, so that opening the widget loads the
+  // module and shows what it does (as the other widgets draw at once)
+  form.requestSubmit();
 }
 
 function nadarayaWatson(widget, body) {

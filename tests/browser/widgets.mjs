@@ -4,6 +4,7 @@
 // it. Fails, naming the widget and the input, when
 // - a widget is not shown, its module does not load, a request leaves
 //   127.0.0.1 or fails, or the console logs an error;
+// - opening a translation widget does not translate its example sentence;
 // - a translation of the chapters' example sentences (and of a sentence
 //   with unknown words) differs from the native library's on the same
 //   committed models (tests/browser/widgets-reference.json, which
@@ -92,6 +93,12 @@ function compareWeights(what, got, want, problems) {
 
 async function translation(chapter, kind) {
   const { page, widget, problems } = await open(chapter, kind);
+  // opening it translates its example sentence
+  const first = await settled(widget);
+  const example = await widget.locator(".widget-text").textContent();
+  if (first.state !== "done" || !example) {
+    problems.push(`${kind}: opening it translated nothing`);
+  }
   for (const want of reference.translations.filter((t) => t.model === kind)) {
     const what = `${kind} on "${want.sentence}"`;
     const { state, ms, loadMs } = await submit(widget, want.sentence);
