@@ -33,7 +33,9 @@ const STYLE = `
 `;
 
 // The forms' words in the page's language (the Chinese edition's pages
-// are <html lang="zh-CN">); the library's error messages stay English.
+// are <html lang="zh-CN">). The library's messages are English (its API's,
+// doc-tested); `messages` puts those a form can cause in the page's
+// language, the numbers they quote kept, and leaves any other as it is.
 const WORDS = document.documentElement.lang.startsWith("zh") ? {
   loading: "正在加载本书编译为 WebAssembly 的代码……",
   sentence: "一个英语句子", translate: "翻译", readAs: "读作 ",
@@ -46,6 +48,14 @@ const WORDS = document.documentElement.lang.startsWith("zh") ? {
   cross: "编码器－解码器注意力：每个写出的词元，对源序列",
   kernel: "核", bandwidth: "带宽", testMse: "测试 MSE",
   width: "编码宽度", positions: "位置数",
+  messages: [
+    [/^`sentence` is empty: type an English sentence$/,
+      "`sentence` 为空：请输入一个英语句子"],
+    [/^`sentence` has (\d+) tokens \(words and punctuation marks\); the model reads at most (\d+)$/,
+      "`sentence` 有 $1 个词元（单词和标点）；模型最多读取 $2 个"],
+    [/^`bandwidth` is ([\d.]+): the test input x = (-?[\d.]+) has no training input within reach; widen the kernel$/,
+      "`bandwidth` 为 $1：测试输入 x = $2 的可及范围内没有训练输入；请加宽核"],
+  ],
 } : {
   loading: "Loading the book's code, compiled to WebAssembly…",
   sentence: "An English sentence", translate: "Translate", readAs: "Read as ",
@@ -58,8 +68,14 @@ const WORDS = document.documentElement.lang.startsWith("zh") ? {
   decoder: "Decoder self-attention: each token written, over the tokens read",
   cross: "Encoder–decoder attention: each token written, over the source",
   kernel: "Kernel", bandwidth: "Bandwidth", testMse: "test MSE",
-  width: "Encoding width", positions: "Positions",
+  width: "Encoding width", positions: "Positions", messages: [],
 };
+
+/** The library's `message` in the page's language (see WORDS). */
+function localised(message) {
+  const found = WORDS.messages.find(([pattern]) => pattern.test(message));
+  return found ? message.replace(found[0], found[1]) : message;
+}
 
 const GLUE = new URL("pkg/attention_widgets.js", document.currentScript.src);
 let module = null;
@@ -112,7 +128,7 @@ async function compute(widget, f, show) {
     widget.dataset.state = "done";
     return true;
   } catch (err) {
-    message.replaceChildren(...withCode(String(err.message ?? err)));
+    message.replaceChildren(...withCode(localised(String(err.message ?? err))));
     widget.dataset.state = "error";
     return false;
   }

@@ -12,7 +12,9 @@
 //   library): text, tokens and unknown words exactly, weights within 1e-4;
 // - the bandwidth slider at the chapter's four σ shows other test MSEs;
 // - a bad input (empty, 500 words, a kernel too narrow, and through the
-//   module the inputs the form cannot make) gets no message, or another;
+//   module the inputs the form cannot make) gets no message, or another
+//   (the forms' messages in the page's language: the Chinese edition's
+//   are in ZH below);
 // - the positional encoding's figures are not redrawn for a new width;
 // - a widget shows without JavaScript or in print.
 // Prints the module's load time and the time of each step (measured in the
@@ -151,8 +153,29 @@ async function translation(chapter, kind) {
   return { page, widget, problems };
 }
 
-/** A library message as the widget shows it: its `quoted` names as code. */
-const shown = (message) => message.replaceAll("`", "");
+/** The Chinese edition's forms: their words, and the library's messages
+ * that a form can cause, as the page shows them. */
+const ZH = {
+  testMse: "测试 MSE",
+  "`sentence` is empty: type an English sentence":
+    "`sentence` 为空：请输入一个英语句子",
+  "`sentence` has 500 tokens (words and punctuation marks); the model reads at most 9":
+    "`sentence` 有 500 个词元（单词和标点）；模型最多读取 9 个",
+  "`bandwidth` is 0.05: the test input x = 0.0 has no training input within reach; widen the kernel":
+    "`bandwidth` 为 0.05：测试输入 x = 0.0 的可及范围内没有训练输入；请加宽核",
+};
+const zh = await (async () => {
+  const page = await browser.newPage();
+  await page.goto(`${base}/transformer.html`, { waitUntil: "load" });
+  const lang = await page.evaluate(() => document.documentElement.lang);
+  await page.close();
+  return lang.startsWith("zh");
+})();
+
+/** A library message as the widget shows it: in the page's language, its
+ * `quoted` names as code. */
+const shown = (message) => (zh ? ZH[message] ?? message : message)
+  .replaceAll("`", "");
 
 /** Sets a form control and fires the event the widget listens to. */
 async function set(widget, name, value, event) {
@@ -173,7 +196,7 @@ async function nadarayaWatson() {
     loads.set("nadaraya-watson", loadMs);
     timings.push([`nadaraya-watson: slider step to σ = ${b.bandwidth}`, ms]);
     const mse = await widget.locator(".widget-mse").textContent();
-    if (mse !== `test MSE ${b.test_mse}`) {
+    if (mse !== `${zh ? ZH.testMse : "test MSE"} ${b.test_mse}`) {
       problems.push(`σ = ${b.bandwidth}: "${mse}", the chapter ${b.test_mse}`);
     }
     if (await widget.locator(".widget-figure svg").count() !== 2) {
