@@ -104,6 +104,46 @@ pub fn with_failure_notice(markdown: &str, failure: &crate::Failure) -> String {
     out
 }
 
+/// `markdown` with a notice above the paragraph on `quoted`'s line: its
+/// number agrees with none of the page's outputs (a listing ran again and
+/// printed another), so the sentence has gone stale.
+///
+/// # Examples
+/// ```
+/// use attention_book::embed::with_stale_notice;
+/// use attention_book::prose::quoted_numbers;
+///
+/// let page = "# Title\n\nThe weights reach\n0.58 at most.\n";
+/// let marked = with_stale_notice(page, &quoted_numbers(page)[0]);
+/// let (before, after) = marked.split_once("<div class=\"warning\">").unwrap();
+/// assert_eq!(before, "# Title\n\n");
+/// assert!(after.contains("<strong>0.58 agrees with none"));
+/// assert!(after.ends_with("</div>\n\nThe weights reach\n0.58 at most.\n"));
+/// ```
+pub fn with_stale_notice(
+    markdown: &str,
+    quoted: &crate::prose::Quoted,
+) -> String {
+    let lines: Vec<&str> = markdown.split_inclusive('\n').collect();
+    let line = quoted.line.saturating_sub(1).min(lines.len());
+    let start = lines[..line]
+        .iter()
+        .rposition(|l| l.trim().is_empty())
+        .map_or(0, |blank| blank + 1);
+    let notice = format!(
+        "<div class=\"warning\"><p><strong>{} agrees with none of this \
+         page's outputs</strong> (a listing ran again and printed another): \
+         the sentence “{}” needs correcting, and <code>cargo test</code> \
+         fails until it is.</p></div>\n\n",
+        text(&quoted.text),
+        text(&quoted.sentence)
+    );
+    let mut out = lines[..start].concat();
+    out.push_str(&notice);
+    out.push_str(&lines[start..].concat());
+    out
+}
+
 /// `text` with each pair of backticks turned into `<code>` tags.
 fn code_spans(text: &str) -> String {
     text.split('`')

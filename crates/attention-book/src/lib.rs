@@ -10,6 +10,7 @@
 //! file's name and content hash; a listing is run again when its
 //! fingerprint changes or one of its files is missing or altered.
 
+pub mod agreement;
 pub mod compare;
 pub mod embed;
 pub mod fingerprint;

@@ -4,8 +4,11 @@
 //! outputs were made, has the listing runner (`cargo run --release -p
 //! listing-runner`, which links burn) run them when there are any, and
 //! passes the book on with each figure embedded as an `<object>`
-//! ([`embed_figures`]). On an up-to-date tree it compiles and runs no
-//! tensor code. To run listings by hand, use the runner:
+//! ([`embed_figures`]). It checks every page's quoted numbers against the
+//! page's outputs ([`agreement`]) and marks, on the page and in the
+//! terminal, each that agrees with none (after a listing printed others). On an
+//! up-to-date tree it compiles and runs no tensor code. To run listings by
+//! hand, use the runner:
 //! `cargo run --release -p listing-runner -- render`.
 
 use std::io;
@@ -13,7 +16,10 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use attention_book::embed::{embed_figures, with_failure_notice};
+use attention_book::agreement::{self, Mark, check_page};
+use attention_book::embed::{
+    embed_figures, with_failure_notice, with_stale_notice,
+};
 use attention_book::marks::mark_listings;
 use attention_book::math::{protect, restore};
 use attention_book::runner::{backend_from_env, run_stale};
@@ -137,6 +143,7 @@ fn embed(
     report: &Report,
 ) -> anyhow::Result<Book> {
     let src = ctx.root.join(&ctx.config.book.src);
+    let marks = agreement::marks(&ctx.root)?;
     let mut failed = None;
     book.for_each_chapter_mut(|chapter| {
         let content = report
@@ -148,7 +155,13 @@ fn embed(
         // includes are relative to the page's folder
         let page = chapter.path.as_ref().map(|p| src.join(p));
         let dir = page.as_ref().and_then(|p| p.parent()).unwrap_or(&src);
-        match mark_listings(&content, dir)
+        let name = page
+            .as_ref()
+            .and_then(|p| p.file_name())
+            .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+        let checked = (ctx.root.as_path(), dir, name.as_str());
+        match mark_stale_numbers(checked, &content, &marks)
+            .and_then(|content| mark_listings(&content, dir))
             .and_then(|marked| embed_figures(&marked, &ctx.root))
         {
             Ok(html) => chapter.content = html,
@@ -159,6 +172,30 @@ fn embed(
         Some(e) => Err(e),
         None => Ok(book),
     }
+}
+
+/// `content`, the page `page` (its file name) in `dir` of the book at
+/// `root`, with a notice above each paragraph that quotes a number
+/// agreeing with none of the page's sources (a listing ran again and
+/// printed another), each also named on stderr; `cargo test` fails on it.
+fn mark_stale_numbers(
+    (root, dir, page): (&Path, &Path, &str),
+    content: &str,
+    marks: &[Mark],
+) -> anyhow::Result<String> {
+    let sources = agreement::sources(root, dir, page, content)?;
+    let found = check_page(page, content, &sources, marks);
+    let mut marked = content.to_owned();
+    // from the last, so that the earlier lines keep their numbers
+    for q in found.unsupported.iter().rev() {
+        eprintln!(
+            "mdbook-listings: {page}:{}: {} in “{}” agrees with none of the \
+             page's outputs: correct the sentence",
+            q.line, q.text, q.sentence
+        );
+        marked = with_stale_notice(&marked, q);
+    }
+    Ok(marked)
 }
 
 /// Writes the book's search index for its language, from the pages as

@@ -4,7 +4,8 @@
 //! and starts the listing runner on that root (`--root`). Run on two
 //! temporary copies of a small book: each up to date by its own sources,
 //! one still read after the other is deleted, and an edit to one making
-//! that one's listing stale.
+//! that one's listing stale. On such a book's page, the preprocessor also
+//! marks a quoted number that no output prints.
 
 use std::fs;
 use std::io::Write;
@@ -72,18 +73,18 @@ fn listing(marker: &str) -> String {
 /// that folder, the context and the book on stdin), with `cargo` standing
 /// for cargo when it starts the runner.
 fn preprocess(root: &Path, cargo: &Path) -> Output {
+    preprocess_page(root, cargo, "# Demo\n")
+}
+
+/// [`preprocess`] with `page` as the demo chapter's text.
+fn preprocess_page(root: &Path, cargo: &Path, page: &str) -> Output {
     let ctx = PreprocessorContext::new(
         root.to_owned(),
         Config::default(),
         "html".into(),
     );
     let mut book = Book::new();
-    book.push_item(Chapter::new(
-        "Demo",
-        "# Demo\n".into(),
-        "demo.md",
-        Vec::new(),
-    ));
+    book.push_item(Chapter::new("Demo", page.into(), "demo.md", Vec::new()));
     let input = serde_json::to_vec(&(ctx, book)).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_mdbook-listings"))
         .current_dir(root)
@@ -144,4 +145,38 @@ fn the_preprocessor_reads_the_book_mdbook_names() {
     let expected = format!("--root {} render --device=flex", b_root.display());
     assert!(asked.contains(&expected), "{asked}");
     assert!(asked.trim_end().ends_with(" demo"), "{asked}");
+}
+
+#[test]
+fn a_quoted_number_that_no_output_prints_is_marked_and_named() {
+    let book = small_book("loss 0.6132\n");
+    let src = book.path().join("src");
+    write(&src, "figures/demo.txt", "loss 0.6132\n");
+    let page = "# Demo\n\n```text\n{{#include figures/demo.txt}}\n```\n\n\
+                The loss ends\nat 0.58.\n";
+    // up to date: no runner is started, whatever `cargo` is
+    let out = preprocess_page(book.path(), Path::new("false"), page);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("demo.md:8: 0.58 in “The loss ends at 0.58.”"),
+        "{err}"
+    );
+    let handed_back = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        handed_back.contains("0.58 agrees with none"),
+        "{handed_back}"
+    );
+    // the number the output prints passes
+    let out = preprocess_page(
+        book.path(),
+        Path::new("false"),
+        &page.replace("0.58", "0.61"),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("agrees with none"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -27,26 +27,4 @@ pub fn pages() -> Vec<(PathBuf, String)> {
     pages
 }
 
-/// Every `{{#include …}}` in `text`: the path and the anchor, if any (a
-/// line range such as `:2:` or `:1` is not an anchor).
-pub fn includes(text: &str) -> Vec<(String, Option<String>)> {
-    text.split("{{#include ")
-        .skip(1)
-        .map(|rest| {
-            let target = rest.split("}}").next().unwrap().trim();
-            match target.split_once(':') {
-                Some((path, lines))
-                    if lines
-                        .chars()
-                        .all(|c| c.is_ascii_digit() || c == ':') =>
-                {
-                    (path.to_owned(), None)
-                }
-                Some((path, anchor)) => {
-                    (path.to_owned(), Some(anchor.to_owned()))
-                }
-                None => (target.to_owned(), None),
-            }
-        })
-        .collect()
-}
+pub use attention_book::agreement::includes;
