@@ -20,9 +20,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use anyhow::{Context, bail};
 use burn::nn::DropoutConfig;
 use burn::tensor::{Device, Tensor};
-use d2l_attention::performance::median_seconds;
 use d2l_attention::BackendChoice;
-use d2l_attention::memory::peak_bytes;
 use d2l_attention::attention_scoring::{DotProductAttentionConfig, ValidLens};
 use d2l_attention::classify::{ClassifierTrainConfig, train_classifier};
 use d2l_attention::fashion_mnist::{
@@ -30,8 +28,10 @@ use d2l_attention::fashion_mnist::{
 };
 use d2l_attention::kernels::{AttentionMask, attention};
 use d2l_attention::machine_translation::{Corpus, NmtData};
+use d2l_attention::memory::peak_bytes;
 use d2l_attention::multihead_attention::MultiHeadAttentionConfig;
 use d2l_attention::nadaraya_watson::{Dataset, NWKernelRegression, train};
+use d2l_attention::performance::median_seconds;
 use d2l_attention::performance::{
     ITEMS, MEMORY_ITEMS, Measured, PeakBytes, Run, Unit, item, median,
 };
@@ -511,28 +511,6 @@ fn torch_device(backend: BackendChoice) -> String {
     }
 }
 
-/// The CPU's model name and its vector extensions that matter for f32
-/// products, from /proc/cpuinfo ("unknown" elsewhere).
-fn cpu() -> String {
-    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let field = |name: &str| {
-        info.lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split(':').nth(1))
-            .map(|v| v.trim().to_owned())
-    };
-    let flags = field("flags").unwrap_or_default();
-    let has: Vec<&str> = ["avx2", "fma", "avx512f"]
-        .into_iter()
-        .filter(|f| flags.split(' ').any(|x| x == *f))
-        .collect();
-    let model = field("model name").unwrap_or_else(|| "unknown CPU".into());
-    match has.is_empty() {
-        true => model,
-        false => format!("{model} ({})", has.join(", ")),
-    }
-}
-
 /// The CPU's vendor, family and model numbers (/proc/cpuinfo) and its
 /// cache sizes (cpu0's, from /sys), e.g. "AuthenticAMD family 25 model 17;
 /// L1d 32K, L1i 32K, L2 1024K, L3 32768K" (empty elsewhere).
@@ -780,7 +758,7 @@ fn main() -> anyhow::Result<()> {
     let run = Run {
         date: hello["date"].as_str().unwrap_or("unknown").to_owned(),
         commit: commit(),
-        cpu: cpu(),
+        cpu: common::cpu(),
         cpu_id: cpu_id(),
         gpu,
         threads,

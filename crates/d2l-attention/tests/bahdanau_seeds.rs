@@ -1,11 +1,14 @@
 //! The Bahdanau chapter's training for every seed of
 //! `listings::bahdanau::SEEDS`: writes the report that the listing
 //! `bahdanau-seeds` reads (`tests/reports/`, committed), with the day and
-//! the CPU. Needs the corpus and minutes of a release build: `cargo test
+//! the CPU (as the benchmark suite names it). Needs the corpus and minutes of a release build: `cargo test
 //! --release -p d2l-attention --test bahdanau_seeds -- --ignored
 //! --nocapture`.
 
 use std::path::Path;
+
+#[path = "../benches/common/mod.rs"]
+mod common;
 
 use burn::tensor::Device;
 use d2l_attention::files::write_atomic;
@@ -28,7 +31,7 @@ fn the_chapter_s_training_for_every_seed() {
     }
     let report = SeedReport {
         date: today(),
-        cpu: cpu(),
+        cpu: common::cpu(),
         runs,
     };
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(REPORT_PATH);
@@ -43,22 +46,4 @@ fn today() -> String {
         .unwrap()
         .trim()
         .to_owned()
-}
-
-/// /proc/cpuinfo's model name, and "AVX-512" when the CPU has it (it
-/// changes the last digits of f32 sums, and so the trainings).
-fn cpu() -> String {
-    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let field = |name: &str| {
-        info.lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split(':').nth(1))
-            .map_or(String::new(), |v| v.trim().to_owned())
-    };
-    let avx512 = field("flags").split(' ').any(|f| f == "avx512f");
-    format!(
-        "{}{}",
-        field("model name"),
-        if avx512 { ", AVX-512" } else { "" }
-    )
 }

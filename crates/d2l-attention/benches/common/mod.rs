@@ -1,4 +1,4 @@
-//! What the benchmarks share: the two chapters' models.
+//! What the benchmarks share: the two chapters' models, and the CPU's name.
 #![allow(dead_code)] // each bench uses its own part
 
 use burn::tensor::Device;
@@ -18,4 +18,26 @@ pub fn bahdanau(data: &NmtData, device: &Device) -> BahdanauModel {
 pub fn transformer(data: &NmtData, device: &Device) -> TransformerModel {
     TransformerConfig::new(data.src_vocab.len(), data.tgt_vocab.len())
         .init(device)
+}
+
+/// The CPU's model name and its vector extensions that matter for f32
+/// products, from /proc/cpuinfo ("unknown" elsewhere).
+pub fn cpu() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        info.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split(':').nth(1))
+            .map(|v| v.trim().to_owned())
+    };
+    let flags = field("flags").unwrap_or_default();
+    let has: Vec<&str> = ["avx2", "fma", "avx512f"]
+        .into_iter()
+        .filter(|f| flags.split(' ').any(|x| x == *f))
+        .collect();
+    let model = field("model name").unwrap_or_else(|| "unknown CPU".into());
+    match has.is_empty() {
+        true => model,
+        false => format!("{model} ({})", has.join(", ")),
+    }
 }
