@@ -5,6 +5,10 @@
 //   no size, no caption, or text under 9 px as shown; an image likewise;
 // - two texts of a figure overlap or stand under 1 px apart as shown; a mark
 //   or text of a figure is cut by its edge, or cut in part by a clip-path;
+//   a text runs out of the box it is written in;
+// - the figures' font (DejaVu Sans, the widest they name; Debian's
+//   `fonts-dejavu-core`) is not installed, so the layout would be checked
+//   in a narrower one;
 // - TeX shows raw (`_{`, `^{`, `$`) in the page's text outside code and math,
 //   captions included, or in a figure; Markdown emphasis shows its marks;
 // - a character of the page shows as an empty box: no loaded font has it;
@@ -213,6 +217,23 @@ function figureLayout() {
       .filter(({ b }) => gap(b, clip) < 0 && out(b, clip) >= 0.5)
       .map(({ el, b }) => `${label(el)} by ${out(b, clip).toFixed(1)} px`);
   });
+  // a text whose middle lies in a box (a drawn rect other than the
+  // background) and that reaches out of it
+  const outOfBox = (svg) => {
+    const frame = svg.getBoundingClientRect();
+    const boxes = [...svg.querySelectorAll("rect")].filter((el) => !hidden(el))
+      .map((el) => ({ el, b: el.getBoundingClientRect() }))
+      .filter(({ el, b }) => !background(el, b, frame));
+    return [...svg.querySelectorAll("text")].filter((t) => !hidden(t))
+      .map((t) => ({ t, b: around(glyphs(t)) }))
+      .flatMap(({ t, b }) => {
+        const x = (b.left + b.right) / 2;
+        const y = (b.top + b.bottom) / 2;
+        const container = boxes.find(({ b: r }) => r.left < x && x < r.right &&
+          r.top < y && y < r.bottom && out(b, r) >= 0.5);
+        return container ? [`${label(t)} by ${out(b, container.b).toFixed(1)} px`] : [];
+      });
+  };
   // the first few, each once (with how often it occurs)
   const first = (list) => {
     const counts = new Map();
@@ -229,7 +250,8 @@ function figureLayout() {
     const name = object.getAttribute("data");
     for (const [what, list] of [["texts overlap or touch in", overlaps(svg)],
       ["cut by the edge of", cutByEdge(svg)],
-      ["cut in part by the clip-path in", cutByClip(svg)]]) {
+      ["cut in part by the clip-path in", cutByClip(svg)],
+      ["a text runs out of its box in", outOfBox(svg)]]) {
       if (list.length) found.push(`${what} ${name}: ${first(list)}`);
     }
   }
@@ -277,6 +299,22 @@ const context = await browser.newContext({
   viewport: { width: 1280, height: 900 },
 });
 const failures = [];
+// The figures' font, installed? A stack that starts with it measures the
+// same over two different fallbacks only when it is there.
+const fontPage = await context.newPage();
+const dejavu = await fontPage.evaluate(() => {
+  const ctx = document.createElement("canvas").getContext("2d");
+  const width = (fallback) => {
+    ctx.font = `100px "DejaVu Sans", ${fallback}`;
+    return ctx.measureText("0123456789 <mask> figure").width;
+  };
+  return width("serif") === width("monospace");
+});
+await fontPage.close();
+if (!dejavu) {
+  failures.push("the figures' font DejaVu Sans is not installed (Debian: " +
+    "apt-get install fonts-dejavu-core): their layout is checked in it");
+}
 for (const chapter of chapters) {
   const problems = [];
   const page = await watchedPage(context, base, problems);

@@ -3,10 +3,11 @@
 //!
 //! A listing depends on its own file, on [`COMMON`], and on every library
 //! module it names as `crate::module` (in `use` lines or paths), followed
-//! through the modules those name in turn. Editing the Nadaraya–Watson
-//! module therefore re-runs the Nadaraya–Watson listings and not the
-//! Bahdanau training, which never names it. A file read in with
-//! `include_str!` counts as well.
+//! through the modules those name in turn, and on every sibling file it
+//! names as `super::module` (a listing file that reuses another's code).
+//! Editing the Nadaraya–Watson module therefore re-runs the Nadaraya–Watson
+//! listings and not the Bahdanau training, which never names it. A file
+//! read in with `include_str!` counts as well.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -46,8 +47,10 @@ pub fn workspace_root() -> PathBuf {
 
 /// The files `file` depends on (itself included), relative to `root` when
 /// they lie under it: `file`, then every library module it names as
-/// `crate::module`, transitively. A module is `src/<module>.rs`, or every
-/// `.rs` file under `src/<module>/`.
+/// `crate::module` or, outside a `mod.rs`, names as the sibling
+/// `super::module`, transitively. A module is `<dir>/<module>.rs`, or every
+/// `.rs` file under `<dir>/<module>/` (`<dir>` being `src/` or the file's
+/// own folder).
 ///
 /// # Errors
 /// When a file cannot be read (naming it).
@@ -61,14 +64,22 @@ pub fn dependencies(
         let text = fs::read_to_string(root.join(&next)).with_context(|| {
             format!("cannot read `{}`", root.join(&next).display())
         })?;
-        for module in named_modules(&text) {
-            for path in module_files(root, &Path::new(LIBRARY).join(&module))? {
+        let dir = next.parent().unwrap_or(Path::new(""));
+        let crate_paths = named_modules(&text)
+            .into_iter()
+            .map(|module| Path::new(LIBRARY).join(module));
+        let siblings = (!next.ends_with("mod.rs"))
+            .then(|| modules_after(&text, "super::"))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|module| dir.join(module));
+        for module in crate_paths.chain(siblings) {
+            for path in module_files(root, &module)? {
                 if seen.insert(path.clone()) {
                     todo.push(path);
                 }
             }
         }
-        let dir = next.parent().unwrap_or(Path::new(""));
         for included in included_files(&text) {
             seen.insert(normalize(&dir.join(included)));
         }
@@ -270,6 +281,18 @@ mod tests {
                     || f.contains("listings/nw")),
             "{bahdanau:?}"
         );
+    }
+
+    #[test]
+    fn a_listing_depends_on_the_listing_files_it_reuses() {
+        let exercises =
+            deps("crates/d2l-attention/src/listings/transformer_exercises.rs");
+        for sibling in ["transformer_training", "bahdanau"] {
+            let file = format!("{LIBRARY}/listings/{sibling}.rs");
+            assert!(exercises.contains(&file), "{sibling}: {exercises:?}");
+        }
+        let nw = deps("crates/d2l-attention/src/listings/nw.rs");
+        assert!(!nw.iter().any(|f| f.contains("listings/bahdanau")), "{nw:?}");
     }
 
     #[test]

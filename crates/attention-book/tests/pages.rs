@@ -6,7 +6,8 @@ mod common;
 use std::fs;
 
 use attention_book::read_manifest;
-use common::{book, includes, pages};
+use attention_book::agreement::includes;
+use common::{book, pages};
 
 /// The fenced code blocks of a page: (info string, body lines).
 fn code_blocks(text: &str) -> Vec<(String, Vec<String>)> {

@@ -12,7 +12,7 @@
 use plotters::style::RGBColor;
 use serde::{Deserialize, Serialize};
 
-use crate::plot::{LineStyle, Scale};
+use crate::plot::{LineStyle, Scale, TAB10};
 use crate::{Axes, Series, Svg, plot};
 
 /// How an item's figure reads best.
@@ -623,11 +623,7 @@ fn ratio_line(i: usize, item: &Item, theirs: &[f64], ours: &[f64]) -> String {
 }
 
 /// The backends' colours in the figure: matplotlib's first three.
-const COLORS: [RGBColor; 3] = [
-    RGBColor(0x1f, 0x77, 0xb4),
-    RGBColor(0xff, 0x7f, 0x0e),
-    RGBColor(0x2c, 0xa0, 0x2c),
-];
+const COLORS: [RGBColor; 3] = [TAB10[0], TAB10[1], TAB10[2]];
 
 /// A figure with four significant digits (no more than two decimals).
 fn figure(v: f64) -> String {

@@ -263,6 +263,8 @@ pub fn encoding_heatmap(
     let options = HeatmapOptions {
         figsize: (3.5, 5.0),
         cmap: crate::Cmap::Blues,
+        // cells fill the figure, however few the columns
+        aspect: crate::plot::Aspect::Auto,
         ..HeatmapOptions::default()
     };
     show_heatmaps(&p, "Column (encoding dimension)", "Row (position)", options)

@@ -27,4 +27,3 @@ pub fn pages() -> Vec<(PathBuf, String)> {
     pages
 }
 
-pub use attention_book::agreement::includes;

@@ -13,7 +13,7 @@ use crate::printing::{format_summary, format_tensor, format_wrapped};
 use crate::random::{rand, randn};
 use plotters::style::RGBColor;
 
-use crate::plot::{LineStyle, Norm};
+use crate::plot::{LineStyle, Norm, TAB10};
 use crate::{Axes, HeatmapOptions, Series, Svg, plot, show_heatmaps};
 
 /// This chapter's listings.
@@ -272,12 +272,8 @@ fn landscape_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     let mut series =
         vec![Series::line(&to_f64(&ws), &to_f64(&losses)).label("loss(w)")];
     let runs = [
-        (
-            "chapter10.ipynb",
-            notebook_run(&data)?,
-            RGBColor(214, 39, 40),
-        ),
-        ("blog", blog_run(&data)?, RGBColor(44, 160, 44)),
+        ("chapter10.ipynb", notebook_run(&data)?, TAB10[3]),
+        ("blog", blog_run(&data)?, TAB10[2]),
     ];
     for (name, (model, w0, logs), color) in runs {
         let w = model.w();
@@ -315,10 +311,10 @@ const KERNELS: [Kernel; 4] = [
 /// How the i-th kernel (or bandwidth) is drawn, the same in every figure:
 /// colours after matplotlib's blue, which the truth keeps.
 const LOOKS: [(RGBColor, LineStyle); 4] = [
-    (RGBColor(0x2c, 0xa0, 0x2c), LineStyle::Solid),
-    (RGBColor(0xd6, 0x27, 0x28), LineStyle::Dashed),
-    (RGBColor(0x94, 0x67, 0xbd), LineStyle::DashDot),
-    (RGBColor(0x8c, 0x56, 0x4b), LineStyle::Dotted),
+    (TAB10[2], LineStyle::Solid),
+    (TAB10[3], LineStyle::Dashed),
+    (TAB10[4], LineStyle::DashDot),
+    (TAB10[5], LineStyle::Dotted),
 ];
 
 /// Kernel `i`'s line.
@@ -339,7 +335,7 @@ fn compare_kernels(
         // as in plot_kernel_reg: matplotlib's blue
         Series::line(&x_test, &host(&data.y_truth))
             .label("Truth")
-            .color(RGBColor(0x1f, 0x77, 0xb4)),
+            .color(TAB10[0]),
     ];
     let mut weights = Vec::new();
     for (i, (kernel, title)) in kernels.iter().zip(titles).enumerate() {

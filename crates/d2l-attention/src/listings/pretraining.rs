@@ -497,14 +497,16 @@ fn trained_bert(
     device: &Device,
 ) -> anyhow::Result<MaskedLm> {
     let init = || MaskedLm::new(&book_lm(data.vocab.len()), device);
-    Ok(match load_model(init(), &bert_info(data), &bert_path(root)) {
-        Ok(model) => model,
-        Err(err) => {
-            eprintln!("{err}: training it again");
-            bert_demo(&device.clone().inner(), &mut Output::new(root))?;
-            load_model(init(), &bert_info(data), &bert_path(root))?
-        }
-    })
+    Ok(
+        match load_model(init(), &bert_info(data), &bert_path(root)) {
+            Ok(model) => model,
+            Err(err) => {
+                eprintln!("{err}: training it again");
+                bert_demo(&device.clone().inner(), &mut Output::new(root))?;
+                load_model(init(), &bert_info(data), &bert_path(root))?
+            }
+        },
+    )
 }
 
 fn finetune_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
@@ -958,14 +960,24 @@ struct Part<'a> {
 
 /// The parts side by side (an arrow from each to the next, as from T5's
 /// encoder to its decoder) and, below them, the attention pattern: a grid
-/// of cells, dark where a query (row) may attend to a key (column).
+/// of cells, dark where a query (row) may attend to a key (column), its
+/// key labels on two staggered lines so that wide ones (`<mask>`) fit.
 fn mode_figure(
     parts: &[Part],
     pattern: &[Vec<bool>],
     rows: &[&str],
     cols: &[&str],
 ) -> anyhow::Result<crate::Svg> {
-    let (step, cell) = (62, 46);
+    // token boxes wide enough for the longest token: 12 px a character
+    // (`<` and `>` take 13 px at 16 px in DejaVu Sans) and a margin
+    let longest = parts
+        .iter()
+        .flat_map(|p| p.inputs.iter().chain(p.targets))
+        .map(|t| t.chars().count() as i32)
+        .max()
+        .unwrap_or(0);
+    let token_w = (12 * longest + 12).max(56);
+    let (step, cell) = (token_w + 6, 46);
     let widths: Vec<i32> = parts
         .iter()
         .map(|p| step * p.inputs.len() as i32 - 6)
@@ -974,10 +986,10 @@ fn mode_figure(
     let (x0, y0) = (100, 260); // the grid's top-left corner
     let grid_bottom = y0 + cell * pattern.len() as i32;
     let width = parts_width.max(x0 + cell * cols.len() as i32 + 20);
-    let mut figure = Diagram::new((width as u32, (grid_bottom + 60) as u32))
+    let mut figure = Diagram::new((width as u32, (grid_bottom + 80) as u32))
         .label((x0 - 45, y0 - 16), "queries")
         .label(
-            (x0 + cell * cols.len() as i32 / 2, grid_bottom + 44),
+            (x0 + cell * cols.len() as i32 / 2, grid_bottom + 64),
             "keys",
         );
     let (mut x, mut previous): (i32, Option<Node>) = (20, None);
@@ -987,12 +999,13 @@ fn mode_figure(
             part.inputs.iter().zip(part.targets).enumerate()
         {
             let at = x + step * i as i32;
-            let token = Node::new((at, 168), (56, 28), input).fill(WHITE);
+            let token = Node::new((at, 168), (token_w, 28), input).fill(WHITE);
             figure = figure
                 .arrow(token.side('t'), (token.side('t').0, 128))
                 .node(token);
             if !target.is_empty() {
-                let out = Node::new((at, 16), (56, 28), target).fill(WHITE);
+                let out =
+                    Node::new((at, 16), (token_w, 28), target).fill(WHITE);
                 figure = figure
                     .arrow((out.side('b').0, 84), out.side('b'))
                     .node(out);
@@ -1019,8 +1032,11 @@ fn mode_figure(
         }
     }
     for (c, col) in cols.iter().enumerate() {
-        figure = figure
-            .label((x0 + cell * c as i32 + cell / 2, grid_bottom + 16), col);
+        let line = 20 * (c % 2) as i32;
+        figure = figure.label(
+            (x0 + cell * c as i32 + cell / 2, grid_bottom + 16 + line),
+            col,
+        );
     }
     Ok(figure.draw()?)
 }

@@ -10,12 +10,11 @@
 use std::fmt::Write;
 
 use burn::tensor::Device;
-use plotters::style::RGBColor;
 use serde::{Deserialize, Serialize};
 
 use super::pretraining::{book_lm, chapter_data};
 use super::{Check, Listing, Output};
-use crate::plot::{LineStyle, Scale};
+use crate::plot::{LineStyle, POINTS_COLOR, Scale, TAB10};
 use crate::pretraining::*;
 use crate::seq2seq::TrainConfig;
 use crate::transformer::TransformerConfig;
@@ -382,7 +381,7 @@ fn size_figure(
         .collect();
     let mut series = vec![Series::points(n, &mean).label("mean of 5 seeds")];
     for (x, s) in n.iter().zip(stats) {
-        series.push(Series::line(&[*x, *x], &[s.1, s.2]).color(BAR));
+        series.push(Series::line(&[*x, *x], &[s.1, s.2]).color(POINTS_COLOR));
     }
     for ((_, law), label) in laws.iter().zip(LAW_LABELS) {
         let y: Vec<f64> = dense.iter().map(|&x| law(x)).collect();
@@ -400,8 +399,6 @@ fn size_figure(
     Ok(plot(&series, &axes)?)
 }
 
-const BAR: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
-
 /// The means (one per cell, in the cells' order) against D, a colour per
 /// size, and Hoffmann et al.'s form fitted to the grid, dashed in the same
 /// colour.
@@ -410,17 +407,9 @@ fn data_figure(
     means: &[f64],
     law: &ParametricLoss,
 ) -> anyhow::Result<crate::Svg> {
-    const COLORS: [RGBColor; 6] = [
-        RGBColor(0x1f, 0x77, 0xb4),
-        RGBColor(0xff, 0x7f, 0x0e),
-        RGBColor(0x2c, 0xa0, 0x2c),
-        RGBColor(0xd6, 0x27, 0x28),
-        RGBColor(0x94, 0x67, 0xbd),
-        RGBColor(0x8c, 0x56, 0x4b),
-    ];
     let mut series = Vec::new();
     let rows = cells.chunks(SHARES.len()).zip(means.chunks(SHARES.len()));
-    for ((row, mean), color) in rows.zip(COLORS) {
+    for ((row, mean), color) in rows.zip(TAB10) {
         let d: Vec<f64> = row.iter().map(|c| c[0].d as f64).collect();
         let n = row[0][0].n as f64;
         let fitted: Vec<f64> = d.iter().map(|&d| law.at(&[n, d])).collect();
@@ -516,15 +505,15 @@ fn sizes_figure(
     let group = |from: usize, to: usize| -> (Vec<f64>, Vec<f64>) {
         models[from..to].iter().map(|m| (m.1, m.2)).unzip()
     };
-    let grey = RGBColor(0x7f, 0x7f, 0x7f);
+    let grey = TAB10[7];
     let gopher = 6.0 * 280.0 * 300.0; // 6ND in 10^18 FLOPs
     let same_n = [40.0, 2000.0];
     let same_d = same_n.map(|n| gopher / (6.0 * n));
     let points = [
-        (group(0, 5), "Hoffmann, Table 1", RGBColor(0xff, 0x7f, 0x0e)),
-        (group(5, 6), "PaLM", RGBColor(0x2c, 0xa0, 0x2c)),
-        (group(6, 10), "LLaMA", RGBColor(0xd6, 0x27, 0x28)),
-        (group(10, 11), "Chinchilla", RGBColor(0x94, 0x67, 0xbd)),
+        (group(0, 5), "Hoffmann, Table 1", TAB10[1]),
+        (group(5, 6), "PaLM", TAB10[2]),
+        (group(6, 10), "LLaMA", TAB10[3]),
+        (group(10, 11), "Chinchilla", TAB10[4]),
     ];
     let mut series = vec![
         Series::line(parameters, approach_1)
@@ -536,7 +525,7 @@ fn sizes_figure(
             .color(grey)
             .label("optimal, approach 3 (Table A3)"),
         Series::line(&same_n, &same_d)
-            .color(RGBColor(0x17, 0xbe, 0xcf))
+            .color(TAB10[9])
             .label("Gopher's compute (6ND)"),
     ];
     for ((n, d), label, color) in points {

@@ -11,11 +11,10 @@ use super::bahdanau::{self, EXAMPLES, check_translation};
 use super::{Check, Listing, Output, Progress, load_or_train};
 use crate::bahdanau::Seq2SeqConfig;
 use crate::machine_translation::{Corpus, NmtData, bleu};
-use crate::plot::LineStyle;
+use crate::plot::{LineStyle, TAB10};
 use crate::seq2seq::*;
 use crate::transformer::{TransformerConfig, TransformerModel};
 use crate::{Axes, Series, plot};
-use plotters::style::RGBColor;
 
 /// The listings of this section.
 pub const LISTINGS: &[Listing] = &[
@@ -454,10 +453,7 @@ fn larger_demo(device: &Device, out: &mut Output) -> anyhow::Result<()> {
     }
     // ANCHOR_END: larger
     let mut lines = Vec::new();
-    for ((name, x, train_loss, valid), color) in series
-        .iter()
-        .zip([RGBColor(0x1f, 0x77, 0xb4), RGBColor(0xff, 0x7f, 0x0e)])
-    {
+    for ((name, x, train_loss, valid), color) in series.iter().zip(TAB10) {
         lines.push(
             Series::line(x, valid)
                 .label(&format!("{name}, validation"))

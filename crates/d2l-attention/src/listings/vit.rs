@@ -29,9 +29,9 @@ pub const LISTINGS: &[Listing] = &[
 /// with positions, n pre-normalisation blocks, the head on `<cls>`.
 fn model_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
     // ANCHOR: diagram
-    // Rows of boxes 58 px apart, row 0 at the top; the column at x = 160.
+    // Rows of boxes 58 px apart, row 0 at the top; the column at x = 143.
     let y = |row: i32| 10 + 58 * row;
-    let node = |row, text| Node::new((160, y(row)), (266, 40), text);
+    let node = |row, text| Node::new((143, y(row)), (300, 40), text);
     let column = [
         node(8, "image, cut into 16 patches of 7 × 7"),
         node(
@@ -53,8 +53,8 @@ fn model_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
         // the block, framed: it repeats n times
         .frame((115, y(2) - 14), (376, 3 * 58 + 58))
         .label((80, y(4) + 10), "n ×")
-        .label((500, y(6) + 10), "16 + 1 tokens")
-        .label((500, y(0) + 10), "10 classes");
+        .label((512, y(6) + 10), "16 + 1 tokens")
+        .label((512, y(0) + 10), "10 classes");
     for pair in column.windows(2).rev() {
         figure = figure.arrow(pair[0].side('t'), pair[1].side('b'));
     }
@@ -68,7 +68,7 @@ fn model_diagram(_: &Device, out: &mut Output) -> anyhow::Result<()> {
         let (leave, join) = (below - 13 + 4 * i32::from(from == 2), above - 5);
         figure = figure
             .path(&[(x, leave), (right, leave), (right, join), (x + 4, join)])
-            .label((x + 24, join - 12), "+");
+            .label((x - 12, join - 3), "+");
     }
     for node in column {
         figure = figure.node(node);

@@ -19,6 +19,30 @@ pub enum Cmap {
     Blues,
 }
 
+/// matplotlib's "tab10" colours, its default colour cycle (`_tab10_data`
+/// in matplotlib's `_cm.py`), in order: blue, orange, green, red, purple,
+/// brown, pink, grey, olive, cyan.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::plot::TAB10;
+/// use plotters::prelude::RGBColor;
+///
+/// assert_eq!(TAB10[1], RGBColor(0xff, 0x7f, 0x0e)); // matplotlib's orange
+/// ```
+pub const TAB10: [RGBColor; 10] = [
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0xe3, 0x77, 0xc2),
+    RGBColor(0x7f, 0x7f, 0x7f),
+    RGBColor(0xbc, 0xbd, 0x22),
+    RGBColor(0x17, 0xbe, 0xcf),
+];
+
 // The nine ColorBrewer classes that matplotlib interpolates linearly.
 const REDS: [RGBColor; 9] = [
     RGBColor(0xff, 0xf5, 0xf0),

@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use super::svg::{escape, text_scale, value};
-use super::{Cmap, PlotError, Svg, invalid};
+use super::{Cmap, FONT as FAMILY, PlotError, Svg, invalid};
 
 /// One image of [`show_images`].
 #[derive(Clone, Debug, Default)]
@@ -115,7 +115,7 @@ pub fn show_images(
         for (k, line) in panel.title.lines().enumerate() {
             let _ = writeln!(
                 svg,
-                "<text x=\"{}\" y=\"{:.1}\" font-size=\"{font:.1}\" font-family=\"sans-serif\" text-anchor=\"middle\">{}</text>",
+                "<text x=\"{}\" y=\"{:.1}\" font-size=\"{font:.1}\" font-family=\"{FAMILY}\" text-anchor=\"middle\">{}</text>",
                 x0 + image_px / 2.0,
                 y0 + font * (1.0 + 1.2 * k as f64),
                 escape(line)
@@ -138,7 +138,7 @@ pub fn show_images(
         let (lo, hi) = range;
         let _ = writeln!(
             svg,
-            "<text x=\"{GAP}\" y=\"{}\" font-size=\"{font:.1}\" font-family=\"sans-serif\">Red: {}, from {} (clear) to {} (darkest); hover for values</text>",
+            "<text x=\"{GAP}\" y=\"{}\" font-size=\"{font:.1}\" font-family=\"{FAMILY}\">Red: {}, from {} (clear) to {} (darkest); hover for values</text>",
             height - font * 0.6,
             grid.heat_label,
             value(lo),

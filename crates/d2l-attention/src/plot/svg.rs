@@ -71,8 +71,8 @@ pub(super) fn text_scale(width: u32) -> f64 {
 }
 
 /// About how many pixels the widest of `labels` takes at plotters' font
-/// size `font` (a digit of a sans-serif font is 0.55 to 0.6 of its size;
-/// the rest is room for a minus sign or an `e`).
+/// size `font` (a digit of [`FONT`](super::FONT) is 0.636 of its size;
+/// the rest is room for a wider letter).
 pub(super) fn labels_width(labels: &[String], font: f64) -> f64 {
     let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
     widest as f64 * 0.65 * font / super::PLOTTERS_PT

@@ -7,7 +7,7 @@ use std::ops::Range;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::prelude::*;
 
-use super::{CellLabels, Norm};
+use super::{Aspect, CellLabels, Norm};
 use crate::plot::svg::{escape, labels_width, text_scale};
 use crate::plot::{
     Cmap, FONT, LABEL_FONT, PLOTTERS_PT, PlotError, TICK_FONT, draw_err,
@@ -104,8 +104,8 @@ impl Areas {
     }
 
     /// Where a grid of `(rows, cols)` matrices of `(num_queries,
-    /// num_keys)` cells splits an area `(width, height)` px, and the side,
-    /// px, of the square cells: the first column and the bottom row are
+    /// num_keys)` cells splits an area `(width, height)` px, and the cells'
+    /// (width, height), px, square unless `aspect` is [`Aspect::Auto`]: the first column and the bottom row are
     /// wider and taller by the labels they carry, and every matrix gets the
     /// same room. `titled`: (a title above each matrix, a title left of
     /// each row).
@@ -115,7 +115,8 @@ impl Areas {
         (rows, cols): (usize, usize),
         (nq, nk): (usize, usize),
         (title, row_title): (bool, bool),
-    ) -> (Vec<i32>, Vec<i32>, f64) {
+        aspect: Aspect,
+    ) -> (Vec<i32>, Vec<i32>, (f64, f64)) {
         let lead_w = self.y + if row_title { self.row_title } else { 0 };
         let each_w = 2 * MARGIN;
         let each_h = 2 * MARGIN + if title { self.title } else { 0 };
@@ -138,7 +139,12 @@ impl Areas {
                     + (i as f64 * h) as i32
             })
             .collect();
-        (xs, ys, (w / nk as f64).min(h / nq as f64))
+        let (cw, ch) = (w / nk as f64, h / nq as f64);
+        let cell = match aspect {
+            Aspect::Equal => (cw.min(ch), cw.min(ch)),
+            Aspect::Auto => (cw, ch),
+        };
+        (xs, ys, cell)
     }
 
     /// The room, px, left for the cells of a grid cell `(width, height)`
@@ -166,7 +172,7 @@ impl Areas {
 pub(super) fn draw_cell<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     (nq, nk): (usize, usize),
-    side: f64,
+    (cell_w, cell_h): (f64, f64),
     matrix: &[f64],
     labels: &CellLabels,
     (vmin, vmax): (f64, f64),
@@ -179,10 +185,10 @@ pub(super) fn draw_cell<DB: DrawingBackend>(
     let y_area = if has.1 { areas.y } else { areas.y_bare };
     let row_area = if titled.1 { areas.row_title } else { 0 };
     let title_area = if titled.0 { areas.title } else { 0 };
-    // Square cells: shrink the plotting area to num_keys × num_queries squares.
+    // Shrink the plotting area to num_keys × num_queries cells.
     let (free_w, free_h) = areas.free(area.dim_in_pixel(), has, titled);
-    let pad_x = ((free_w - side * nk as f64) / 2.0).max(0.0) as u32;
-    let pad_y = ((free_h - side * nq as f64) / 2.0).max(0.0) as u32;
+    let pad_x = ((free_w - cell_w * nk as f64) / 2.0).max(0.0) as u32;
+    let pad_y = ((free_h - cell_h * nq as f64) / 2.0).max(0.0) as u32;
 
     let mut builder = ChartBuilder::on(area);
     builder
@@ -192,9 +198,15 @@ pub(super) fn draw_cell<DB: DrawingBackend>(
         .margin_bottom(MARGIN + pad_y)
         .x_label_area_size(x_area)
         .y_label_area_size(y_area);
-    let x_range = IndexAxis::new(nk, false, labels.xticks.is_some());
+    // index labels as wide (x) or as tall (y) as they are, 2 px apart
+    let font = TICK_FONT * areas.scale;
+    let cells_for = |px: f64, side: f64| ((px + 2.0) / side).ceil() as usize;
+    let widest = labels_width(&[(nk - 1).to_string()], font);
+    let x_range = IndexAxis::new(nk, false, labels.xticks.is_some())
+        .spaced(cells_for(widest, cell_w));
     // Query 0 at the top, as in an image.
-    let y_range = IndexAxis::new(nq, true, labels.yticks.is_some());
+    let y_range = IndexAxis::new(nq, true, labels.yticks.is_some())
+        .spaced(cells_for(font / PLOTTERS_PT, cell_h));
     let mut chart = builder
         .build_cartesian_2d(x_range, y_range)
         .map_err(draw_err)?;
@@ -341,18 +353,26 @@ fn cells_svg<DB: DrawingBackend>(
 }
 
 /// An axis over the indices 0..n of a matrix: each index owns the unit
-/// interval around it, ticks sit on whole indices ([`integer_ticks`], or
+/// interval around it, ticks sit on whole indices ([`integer_ticks`], at
+/// least `min_step` apart, or
 /// every index when `every` is set, for labels), and `reversed` puts index
 /// 0 at the far end (the top, for rows).
 pub(super) struct IndexAxis {
     n: usize,
     reversed: bool,
     every: bool,
+    /// The fewest indices between two integer ticks.
+    min_step: usize,
 }
 
 impl IndexAxis {
     fn new(n: usize, reversed: bool, every: bool) -> Self {
-        IndexAxis { n, reversed, every }
+        IndexAxis { n, reversed, every, min_step: 1 }
+    }
+
+    /// Integer ticks at least `min_step` indices apart.
+    fn spaced(self, min_step: usize) -> Self {
+        IndexAxis { min_step, ..self }
     }
 }
 
@@ -372,7 +392,7 @@ impl Ranged for IndexAxis {
         if self.every {
             (0..self.n).map(|i| i as f64).collect()
         } else {
-            integer_ticks(self.n)
+            integer_ticks(self.n, self.min_step)
         }
     }
 

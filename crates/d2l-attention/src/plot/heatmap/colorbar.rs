@@ -22,12 +22,16 @@ pub(super) fn colorbar_label(v: f64, (vmin, vmax): (f64, f64)) -> String {
     }
 }
 
-/// Round ticks within `lo..=hi`: the widest step of 1, 2, 2.5 or 5 times a
-/// power of ten that still gives at least three ticks.
+/// Round ticks within `lo..=hi`, or a thousandth of the range beyond an
+/// end: the widest step of 1, 2, 2.5 or 5 times a power of ten that still
+/// gives at least three ticks.
 pub(super) fn value_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    // a tick up to a thousandth of the range beyond an end (under half a
+    // pixel of any bar) labels that end: -1 for a minimum of -0.99999
+    let slack = 1e-3 * (hi - lo);
     let ticks = |step: f64| -> Vec<f64> {
-        let first = (lo / step - 1e-9).ceil() as i64;
-        let last = (hi / step + 1e-9).floor() as i64;
+        let first = ((lo - slack) / step - 1e-9).ceil() as i64;
+        let last = ((hi + slack) / step + 1e-9).floor() as i64;
         (first..=last).map(|i| i as f64 * step).collect()
     };
     let magnitude = 10f64.powf((hi - lo).log10().floor() + 1.0);
@@ -117,7 +121,10 @@ mod tests {
         for (lo, hi) in [(0.0, 0.3), (0.2, 0.21), (1e-7, 0.9), (-3.0, 40.0)] {
             let t = value_ticks(lo, hi);
             assert!(t.len() >= 3, "{lo}..{hi}: {t:?}");
-            assert!(t.iter().all(|v| (lo - 1e-9..=hi + 1e-9).contains(v)));
+            let slack = 1e-3 * (hi - lo) + 1e-9;
+            assert!(t.iter().all(|v| (lo - slack..=hi + slack).contains(v)));
         }
+        // a sine's ends, short of ±1 by less than the slack, are labelled
+        assert_eq!(value_ticks(-0.99999, 0.9999), [-1.0, 0.0, 1.0]);
     }
 }

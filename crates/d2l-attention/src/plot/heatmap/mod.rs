@@ -44,6 +44,8 @@ pub struct HeatmapOptions<'a> {
     pub xticks: Option<&'a [&'a str]>,
     /// Labels of the queries (rows) instead of their indices.
     pub yticks: Option<&'a [&'a str]>,
+    /// Square cells, or cells that fill the figure.
+    pub aspect: Aspect,
 }
 
 impl Default for HeatmapOptions<'_> {
@@ -56,10 +58,41 @@ impl Default for HeatmapOptions<'_> {
             norm: Norm::Linear,
             xticks: None,
             yticks: None,
+            aspect: Aspect::Equal,
         }
     }
 }
 // ANCHOR_END: options
+
+/// The shape of [`show_heatmaps`]' cells, as matplotlib's `imshow(aspect=…)`.
+///
+/// # Examples
+/// ```
+/// use burn::tensor::{Device, Tensor};
+/// use d2l_attention::plot::Aspect;
+/// use d2l_attention::{HeatmapOptions, show_heatmaps};
+///
+/// // Two columns of 40 rows: a sliver with square cells, the figure's
+/// // height and half its width with `Auto`.
+/// let tall = Tensor::<4>::ones([1, 1, 40, 2], &Device::flex());
+/// let cell_width = |aspect| {
+///     let options = HeatmapOptions { aspect, ..Default::default() };
+///     let svg = show_heatmaps(&tall, "x", "y", options).unwrap();
+///     let tag = svg.as_str().split("<rect").nth(2).unwrap().to_owned();
+///     let width = tag.split("width=\"").nth(1).unwrap().split('"').next().unwrap();
+///     width.parse::<f64>().unwrap()
+/// };
+/// assert!(cell_width(Aspect::Auto) > 5.0 * cell_width(Aspect::Equal));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Aspect {
+    /// Square cells (matplotlib's default): the matrix keeps its shape.
+    #[default]
+    Equal,
+    /// Cells as wide and as tall as the figure allows: a matrix of a few
+    /// columns and many rows fills the figure instead of a sliver of it.
+    Auto,
+}
 
 /// How [`show_heatmaps`] maps values to colours between the smallest
 /// value `lo` and the largest `hi`.
@@ -116,7 +149,8 @@ impl Norm {
 ///   colorbar shows only the last matrix's scale). A constant input is drawn
 ///   in the scale's middle colour.
 ///
-/// Each cell is square, as with matplotlib's `imshow`. Hovering over a
+/// Each cell is square, as with matplotlib's `imshow`, unless
+/// [`Aspect::Auto`] is asked for. Hovering over a
 /// cell shows its panel title, query and key (their tokens when `yticks`
 /// and `xticks` are given) and value, as an SVG `<title>`; a figure of more
 /// than [`CELL_TITLES_MAX`] cells carries one title per row instead, naming
@@ -156,6 +190,7 @@ pub fn show_heatmaps(
         norm,
         xticks,
         yticks,
+        aspect,
     } = options;
     let [num_rows, num_cols, num_queries, num_keys] = matrices.dims();
     if num_rows * num_cols * num_queries * num_keys == 0 {
@@ -207,16 +242,17 @@ pub fn show_heatmaps(
         .into_iter()
         .map(|v| colorbar_label(v, (vmin, vmax)))
         .collect();
-    // One square size for every matrix, fitting the most crowded cell,
+    // One cell size for every matrix, fitting the most crowded cell,
     // with room for upright x tick labels when they need it.
     let areas = Areas::new(width).fitting(&ticks).fitting_yticks(yticks);
     let cells_px = (width.saturating_sub(areas.colorbar), height);
     let shape = (num_queries, num_keys);
     let titled = (titles.is_some(), row_titles.is_some());
     let grid = (num_rows, num_cols);
-    let (.., side) = areas.grid(cells_px, grid, shape, titled);
-    let areas = areas.rotating(xticks, side);
-    let (xs, ys, side) = areas.grid(cells_px, grid, shape, titled);
+    let (.., cell_px) = areas.grid(cells_px, grid, shape, titled, aspect);
+    let areas = areas.rotating(xticks, cell_px.0);
+    let (xs, ys, cell_px) =
+        areas.grid(cells_px, grid, shape, titled, aspect);
     let hover_per_row = values.len() > CELL_TITLES_MAX;
 
     let mut svg = String::new();
@@ -247,7 +283,7 @@ pub fn show_heatmaps(
             cells_svg.push_str(&draw_cell(
                 cell,
                 shape,
-                side,
+                cell_px,
                 matrix,
                 &labels,
                 (vmin, vmax),
@@ -257,7 +293,7 @@ pub fn show_heatmaps(
         }
         // matplotlib's `shrink=0.6`: 60 % of the height the matrices take,
         // but tall enough for its labels to stand apart.
-        let bar_height = (0.6 * side * (num_rows * num_queries) as f64)
+        let bar_height = (0.6 * cell_px.1 * (num_rows * num_queries) as f64)
             .max(80.0 * areas.scale)
             .min(0.9 * height as f64) as u32;
         bar_svg = draw_colorbar(

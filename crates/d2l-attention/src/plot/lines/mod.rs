@@ -7,6 +7,7 @@ pub use draw::plot;
 
 use plotters::style::RGBColor;
 
+use super::TAB10;
 use super::scale::Scale;
 
 /// How a line is stroked.
@@ -307,12 +308,23 @@ impl Axes {
 
 // d2l's default formats '-', 'm--', 'g-.', 'r:' and matplotlib's first colours.
 const LINE_CYCLE: [(RGBColor, LineStyle); 4] = [
-    (RGBColor(0x1f, 0x77, 0xb4), LineStyle::Solid),
+    (TAB10[0], LineStyle::Solid),
     (RGBColor(0xbf, 0x00, 0xbf), LineStyle::Dashed),
     (RGBColor(0x00, 0x80, 0x00), LineStyle::DashDot),
     (RGBColor(0xff, 0x00, 0x00), LineStyle::Dotted),
 ];
-const POINTS_COLOR: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
+/// The colour of a series of points that names none: matplotlib's orange.
+///
+/// # Examples
+/// ```
+/// use d2l_attention::plot::{POINTS_COLOR, TAB10};
+/// use d2l_attention::{Axes, Series, plot};
+///
+/// let svg = plot(&[Series::points(&[1.0, 2.0], &[1.0, 2.0])], &Axes::new("x", "y")).unwrap();
+/// assert_eq!(POINTS_COLOR, TAB10[1]);
+/// assert!(svg.as_str().contains("#FF7F0E"));
+/// ```
+pub const POINTS_COLOR: RGBColor = TAB10[1];
 /// A line with more vertices than this carries hover titles at this many
 /// of them, evenly spaced from its first to its last.
 pub const LINE_TITLES_MAX: usize = 60;
