@@ -174,14 +174,26 @@ fn figure_html(alt: &str, file: &str, root: &Path) -> anyhow::Result<String> {
     };
     let name = file.trim_start_matches("figures/").trim_end_matches(".svg");
     let (alt, file, name) = (text(alt), attribute(file), attribute(name));
+    // the width at which the smallest text is 9 px (print keeps it)
+    let legible = smallest_text(&svg)
+        .map_or(0.0, |px| f64::from(width) * 9.0 / px)
+        .ceil();
     Ok(format!(
         "<figure class=\"figure\">\n<object data=\"{file}\" \
          type=\"image/svg+xml\" role=\"img\" aria-labelledby=\"figure-{name}\" \
          style=\"--width: {width}px; --aspect: {aspect:.4}; \
-         aspect-ratio: {width} / {height}\"></object>\n\
+         --legible: {legible}px; aspect-ratio: {width} / {height}\"></object>\n\
          <figcaption id=\"figure-{name}\">{alt}</figcaption>\n</figure>\n",
         aspect = f64::from(width) / f64::from(height),
     ))
+}
+
+/// The smallest `font-size` in `svg`, px, if it has text.
+fn smallest_text(svg: &str) -> Option<f64> {
+    svg.split("font-size=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next()?.parse::<f64>().ok())
+        .reduce(f64::min)
 }
 
 /// The `width` and `height` of `svg`'s `<svg>` element, px.
@@ -260,8 +272,23 @@ mod tests {
                 .unwrap();
         assert!(html.contains(">\"i'm home\" &lt;b&gt;</figcaption>"));
         assert!(html.contains(
-            "--width: 10px; --aspect: 0.5000; aspect-ratio: 10 / 20"
+            "--width: 10px; --aspect: 0.5000; --legible: 0px; aspect-ratio: 10 / 20"
         ));
+    }
+
+    #[test]
+    fn print_keeps_the_width_at_which_the_smallest_text_is_9_px() {
+        let root = tempfile::tempdir().unwrap();
+        fs::create_dir(root.path().join("figures")).unwrap();
+        fs::write(
+            root.path().join("figures/x.svg"),
+            "<svg width=\"400\" height=\"300\"><text font-size=\"18\">a\
+             <tspan font-size=\"12\">1</tspan></text></svg>",
+        )
+        .unwrap();
+        let html = embed_figures("![x](figures/x.svg)", root.path()).unwrap();
+        // 12 px at 400 px wide is 9 px at 300
+        assert!(html.contains("--legible: 300px;"), "{html}");
     }
 
     #[test]

@@ -139,30 +139,36 @@ fn figures_of(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// In print a figure is at most half the page's text height
-/// (theme/print.css): on US Letter, less 2 × 18 mm of margin, 920 px.
-const PRINT_MAX_HEIGHT: f64 = 0.5 * 920.0;
+/// In print a figure is at most 100 mm high (theme/print.css), in px.
+const PRINT_MAX_HEIGHT: f64 = 100.0 / 25.4 * 96.0;
 
-/// Every figure's text is at least 9 px where the book shows it smallest:
-/// in print, at the A4 text width and at most [`PRINT_MAX_HEIGHT`] high
-/// (but 400 px wide at least), or on screen.
+/// Every figure's text is at least 9 px where the book shows it: on screen
+/// ([`display_width`]), and in print, where theme/print.css sizes it so:
+/// at most [`PRINT_MAX_HEIGHT`] high, the A4 text width and its natural
+/// width; at least 400 px wide where that fits the height, and the width
+/// at which its smallest text is 9 px (`--legible`), the text width at most.
 #[test]
 fn every_figure_s_text_is_at_least_9_px_where_it_is_shown() {
-    use d2l_attention::plot::{display_width, min_text_px, svg_size};
+    use d2l_attention::plot::{PRINT_WIDTH, display_width, min_text_px, svg_size};
     let mut checked = 0;
     for (page, text) in pages() {
         for (name, svg) in figures_of(&text) {
             let (width, height) = svg_size(&svg).unwrap();
             let (width, height) = (width as f64, height as f64);
-            let shown =
-                display_width(width.min(PRINT_MAX_HEIGHT * width / height));
-            let px = min_text_px(&svg, shown).unwrap_or(f64::INFINITY);
-            assert!(
-                px >= 9.0,
-                "{}: figures/{name}.svg, {width} px wide, shown {shown} px \
-                 wide: its smallest text is {px:.1} px",
-                page.display()
-            );
+            let capped = PRINT_MAX_HEIGHT * width / height;
+            let legible = min_text_px(&svg, width)
+                .map_or(0.0, |px| (width * 9.0 / px).ceil());
+            let floor = PRINT_WIDTH.min(legible.max(capped.min(400.0)));
+            let printed = width.min(PRINT_WIDTH).min(capped).max(floor);
+            for shown in [display_width(width), printed] {
+                let px = min_text_px(&svg, shown).unwrap_or(f64::INFINITY);
+                assert!(
+                    px >= 9.0,
+                    "{}: figures/{name}.svg, {width} px wide, shown {shown} \
+                     px wide: its smallest text is {px:.1} px",
+                    page.display()
+                );
+            }
             checked += 1;
         }
     }
