@@ -3,8 +3,9 @@
 //! committed benchmark reports it names by path (every report, whole, for
 //! the Performance page), or a line of `quoted-numbers.txt` that gives the
 //! number's source elsewhere. `cargo test` checks every page
-//! (`tests/prose_numbers.rs`); the preprocessor checks the pages whose
-//! listings it has just run again, and marks what no longer agrees.
+//! (`tests/prose_numbers.rs`) and fails on a number that agrees with none;
+//! the preprocessor checks every page at every build, and marks such a
+//! number on the page and in the terminal.
 
 use std::fs;
 use std::path::Path;

@@ -98,8 +98,13 @@ pub fn with_failure_notice(markdown: &str, failure: &crate::Failure) -> String {
         text(&failure.listing),
         code_spans(&text(&failure.message))
     );
+    insert_before(&lines, at, &notice)
+}
+
+/// `lines` joined, with `notice` before line `at` (0-based).
+fn insert_before(lines: &[&str], at: usize, notice: &str) -> String {
     let mut out = lines[..at].concat();
-    out.push_str(&notice);
+    out.push_str(notice);
     out.push_str(&lines[at..].concat());
     out
 }
@@ -138,10 +143,7 @@ pub fn with_stale_notice(
         text(&quoted.text),
         text(&quoted.sentence)
     );
-    let mut out = lines[..start].concat();
-    out.push_str(&notice);
-    out.push_str(&lines[start..].concat());
-    out
+    insert_before(&lines, start, &notice)
 }
 
 /// `text` with each pair of backticks turned into `<code>` tags.
@@ -188,7 +190,10 @@ fn figure_html(alt: &str, file: &str, root: &Path) -> anyhow::Result<String> {
     ))
 }
 
-/// The smallest `font-size` in `svg`, px, if it has text.
+/// The smallest `font-size` in `svg`, px, if it has text: the rule of
+/// d2l-attention's `plot::min_text_px`, which the preprocessor does not
+/// link (it would compile burn); `tests/pages.rs` checks the figures
+/// with that one.
 fn smallest_text(svg: &str) -> Option<f64> {
     svg.split("font-size=\"")
         .skip(1)
@@ -258,18 +263,21 @@ mod tests {
         );
     }
 
-    #[test]
-    fn descriptions_are_escaped() {
+    /// `markdown` embedded in a book whose only figure, `figures/x.svg`,
+    /// is `svg`.
+    fn embedded_with(svg: &str, markdown: &str) -> String {
         let root = tempfile::tempdir().unwrap();
         fs::create_dir(root.path().join("figures")).unwrap();
-        fs::write(
-            root.path().join("figures/x.svg"),
+        fs::write(root.path().join("figures/x.svg"), svg).unwrap();
+        embed_figures(markdown, root.path()).unwrap()
+    }
+
+    #[test]
+    fn descriptions_are_escaped() {
+        let html = embedded_with(
             "<svg width=\"10\" height=\"20\"></svg>",
-        )
-        .unwrap();
-        let html =
-            embed_figures("![\"i'm home\" <b>](figures/x.svg)", root.path())
-                .unwrap();
+            "![\"i'm home\" <b>](figures/x.svg)",
+        );
         assert!(html.contains(">\"i'm home\" &lt;b&gt;</figcaption>"));
         assert!(html.contains(
             "--width: 10px; --aspect: 0.5000; --legible: 0px; aspect-ratio: 10 / 20"
@@ -278,15 +286,11 @@ mod tests {
 
     #[test]
     fn print_keeps_the_width_at_which_the_smallest_text_is_9_px() {
-        let root = tempfile::tempdir().unwrap();
-        fs::create_dir(root.path().join("figures")).unwrap();
-        fs::write(
-            root.path().join("figures/x.svg"),
+        let html = embedded_with(
             "<svg width=\"400\" height=\"300\"><text font-size=\"18\">a\
              <tspan font-size=\"12\">1</tspan></text></svg>",
-        )
-        .unwrap();
-        let html = embed_figures("![x](figures/x.svg)", root.path()).unwrap();
+            "![x](figures/x.svg)",
+        );
         // 12 px at 400 px wide is 9 px at 300
         assert!(html.contains("--legible: 300px;"), "{html}");
     }

@@ -31,9 +31,9 @@ use d2l_attention::machine_translation::{Corpus, NmtData};
 use d2l_attention::memory::peak_bytes;
 use d2l_attention::multihead_attention::MultiHeadAttentionConfig;
 use d2l_attention::nadaraya_watson::{Dataset, NWKernelRegression, train};
-use d2l_attention::performance::median_seconds;
 use d2l_attention::performance::{
     ITEMS, MEMORY_ITEMS, Measured, PeakBytes, Run, Unit, item, median,
+    median_seconds,
 };
 use d2l_attention::random::randn;
 use d2l_attention::seq2seq::{
