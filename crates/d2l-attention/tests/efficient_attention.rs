@@ -466,3 +466,174 @@ fn decoding_with_projected_keys_and_values_refuses_other_decoders() {
     });
     assert!(message.contains("cross-attention"), "{message}");
 }
+
+/// The chapter's decoder-only model in its variants: rotary with 2
+/// key/value heads, sinusoids with 4, and a window of 3 keys with one.
+fn decoder_lms(device: &Device) -> Vec<(&'static str, DecoderLm)> {
+    device.seed(11);
+    let config = DecoderLmConfig::new(30).with_num_hiddens(16);
+    vec![
+        (
+            "rotary, 2 kv heads",
+            config.clone().with_kv_heads(2).init(device),
+        ),
+        ("sinusoids", config.clone().with_rotary(false).init(device)),
+        (
+            "window 3, 1 kv head",
+            config.with_kv_heads(1).with_window(Some(3)).init(device),
+        ),
+    ]
+}
+
+/// Decoding one token at a time and in chunks gives the whole pass's
+/// scores, for rotary positions (queries and cached keys turned at their
+/// own positions), sinusoids, and a window whose cache keeps only its
+/// last 3 steps (the rolling buffer).
+#[test]
+fn decoder_lm_decoding_with_a_cache_is_the_whole_pass() {
+    for (backend, device) in devices() {
+        let tokens = causal_lm(&device).1;
+        for (name, model) in decoder_lms(&device) {
+            let whole = model.forward(tokens.clone());
+            for chunks in [vec![1; 8], vec![3, 1, 4]] {
+                let mut cache = KvCache::new();
+                let mut start = 0;
+                for len in chunks {
+                    let step = tokens.clone().narrow(1, start, len);
+                    let (scores, next) = model.decode(step, cache);
+                    let want = whole.clone().narrow(1, start, len);
+                    let what = format!("{backend}, {name}: steps {start}..");
+                    assert_near(
+                        &what,
+                        &values(scores),
+                        &values(want),
+                        1e-5,
+                        1e-5,
+                    );
+                    start += len;
+                    assert_eq!(next.num_steps(), start, "{what}");
+                    cache = next;
+                }
+                // 2 blocks × keys and values × 2 sequences × steps kept ×
+                // bytes per head-step (key/value heads × 4 features × 4 bytes)
+                let kept = model.window.unwrap_or(8);
+                let per_token = model.cache_bytes_per_token();
+                assert_eq!(cache.bytes(), 2 * kept * per_token, "{name}");
+            }
+        }
+    }
+}
+
+/// The window hides what lies beyond it: a token outside every query's
+/// window in one block changes no score of a one-block model, and a token
+/// inside changes them.
+#[test]
+fn decoder_lm_window_hides_the_tokens_beyond_it() {
+    let device = Device::flex();
+    device.seed(3);
+    let model = DecoderLmConfig::new(30)
+        .with_num_hiddens(16)
+        .with_num_layers(1)
+        .with_window(Some(3))
+        .init(&device);
+    let tokens = |first: i64, third: i64| {
+        Tensor::<2, Int>::from_ints([[first, 9, third, 11, 4, 29]], &device)
+    };
+    let last = |t: Tensor<2, Int>| values(model.forward(t).narrow(1, 5, 1));
+    // position 5 sees positions 3, 4, 5
+    assert_eq!(last(tokens(7, 8)), last(tokens(12, 13)));
+    let inside = Tensor::<2, Int>::from_ints([[7, 9, 8, 12, 4, 29]], &device);
+    assert_ne!(last(tokens(7, 8)), last(inside));
+}
+
+/// Bytes per token are 2 · layers · kv_heads · head size · 4, and the
+/// position losses average to the pretraining chapter's held-out loss on
+/// the same streams.
+#[test]
+fn decoder_lm_cache_size_and_position_losses() {
+    use d2l_attention::machine_translation::Vocab;
+    use d2l_attention::pretraining::{LmData, lm_valid_loss};
+    let device = Device::flex();
+    for kv_heads in [4, 2, 1] {
+        let model = DecoderLmConfig::new(30)
+            .with_kv_heads(kv_heads)
+            .init(&device);
+        assert_eq!(model.cache_bytes_per_token(), 2 * 2 * kv_heads * 8 * 4);
+    }
+    let model = &decoder_lms(&device)[0].1;
+    let text: Vec<Vec<usize>> = (0..9)
+        .map(|i| (0..i % 4 + 2).map(|j| 6 + (i * j) % 20).collect())
+        .collect();
+    let valid = streams(&text, 3, 6);
+    let losses = position_losses(model, &valid, 2, &device);
+    assert_eq!(losses.len(), 5);
+    let data = LmData {
+        vocab: Vocab::new(&[vec!["a".to_string()]], 1, &[]),
+        train: valid.clone(),
+        valid,
+    };
+    let mean = losses.iter().sum::<f64>() / 5.0;
+    let want = lm_valid_loss(model, &data, 3, &device);
+    assert!((mean - want).abs() < 1e-5 * want, "{mean} against {want}");
+}
+
+#[test]
+fn decoder_lm_refuses_bad_arguments() {
+    let device = Device::flex();
+    let message = panic_message(|| {
+        DecoderLmConfig::new(30).with_window(Some(0)).init(&device);
+    });
+    assert!(
+        message.contains("`window` must hold at least 1 key"),
+        "{message}"
+    );
+    let message = panic_message(|| {
+        DecoderLmConfig::new(30).with_kv_heads(3).init(&device);
+    });
+    assert!(message.contains("`kv_heads` (3) must divide"), "{message}");
+    let models = decoder_lms(&device);
+    let tokens = causal_lm(&device).1;
+    let (_, cache) = models[0].1.decode(tokens.clone(), KvCache::new());
+    let one_block = DecoderLmConfig::new(30)
+        .with_num_hiddens(16)
+        .with_num_layers(1)
+        .init(&device);
+    let message = panic_message(|| {
+        one_block.decode(tokens.clone(), cache);
+    });
+    assert!(message.contains("`cache` holds 2 blocks"), "{message}");
+    let short = DecoderLmConfig::new(30)
+        .with_rotary(false)
+        .with_max_len(4)
+        .init(&device);
+    let message = panic_message(|| {
+        short.forward(tokens);
+    });
+    assert!(
+        message.contains(
+            "`tokens` reach position 7, past the sinusoids' `max_len` of 4"
+        ),
+        "{message}"
+    );
+    let gqa = GroupedQueryAttentionConfig::new(16, 4, 2).init(&device);
+    let x = randn([1, 3, 16], 0, &device);
+    let other = Tensor::<4>::zeros([1, 4, 2, 4], &device);
+    let message = panic_message(|| {
+        gqa.forward_cached(
+            x,
+            Some((other.clone(), other)),
+            None,
+            AttentionMask::Causal,
+        );
+    });
+    assert!(
+        message.contains(
+            "`cached` keys [1, 4, 2, 4] do not fit the new keys [1, 2, 3, 4]"
+        ),
+        "{message}"
+    );
+    let message = panic_message(|| {
+        streams(&[vec![7]], 3, 0);
+    });
+    assert!(message.contains("`length` must be at least 1"), "{message}");
+}

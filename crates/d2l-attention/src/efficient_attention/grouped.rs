@@ -12,6 +12,8 @@ use burn::tensor::{Device, Tensor};
 use crate::attention_scoring::{TORCH_LINEAR, check_fits};
 use crate::kernels::{AttentionMask, attention};
 
+use super::rotary;
+
 /// Configuration of [`GroupedQueryAttention`].
 ///
 /// # Examples
@@ -161,6 +163,70 @@ impl GroupedQueryAttention {
         self.w_o.forward(merge_heads(output))
     }
     // ANCHOR_END: forward
+
+    /// Self-attention of new inputs `x` (batch_size, n, num_hiddens) after
+    /// the projected keys and values of earlier steps in `cached` (each
+    /// (batch_size, kv_heads, steps, head size)), for a decoder that
+    /// generates: only the new inputs are projected. With `rotary_start`
+    /// = Some(p), the new queries and keys are turned by [`rotary`] as
+    /// positions p, p + 1, … before the keys are cached. Returns the
+    /// output (batch_size, n, num_hiddens) and the keys and values with the
+    /// new ones appended.
+    ///
+    /// # Panics
+    /// As [`GroupedQueryAttention::forward`], and when `cached` does not
+    /// fit the new keys (batch size, heads or head size).
+    ///
+    /// # Examples
+    /// ```
+    /// use burn::tensor::Device;
+    /// use d2l_attention::efficient_attention::GroupedQueryAttentionConfig;
+    /// use d2l_attention::kernels::AttentionMask;
+    ///
+    /// let device = Device::flex();
+    /// let attention = GroupedQueryAttentionConfig::new(16, 4, 2).init(&device);
+    /// let x = d2l_attention::random::randn([1, 5, 16], 0, &device);
+    /// let (_, cached) = attention.forward_cached(x.clone().narrow(1, 0, 3), None, Some(0), AttentionMask::Causal);
+    /// let (y, (keys, _)) = attention.forward_cached(x.narrow(1, 3, 2), Some(cached), Some(3), AttentionMask::Causal);
+    /// // 2 key/value heads of 4 features, 5 steps cached.
+    /// assert_eq!((y.dims(), keys.dims()), ([1, 2, 16], [1, 2, 5, 4]));
+    /// ```
+    // ANCHOR: forward_cached
+    pub fn forward_cached(
+        &self,
+        x: Tensor<3>,
+        cached: Option<(Tensor<4>, Tensor<4>)>,
+        rotary_start: Option<usize>,
+        mask: AttentionMask<'_>,
+    ) -> (Tensor<3>, (Tensor<4>, Tensor<4>)) {
+        check_fits("x", &x, &self.w_q);
+        let mut queries =
+            split_heads(self.w_q.forward(x.clone()), self.num_heads);
+        let mut keys = split_heads(self.w_k.forward(x.clone()), self.kv_heads);
+        let mut values = split_heads(self.w_v.forward(x), self.kv_heads);
+        if let Some(start) = rotary_start {
+            queries = rotary(queries, start);
+            keys = rotary(keys, start);
+        }
+        if let Some((past_keys, past_values)) = cached {
+            let (past, new) = (past_keys.dims(), keys.dims());
+            assert!(
+                past[0] == new[0] && past[1] == new[1] && past[3] == new[3],
+                "`cached` keys {past:?} do not fit the new keys {new:?}"
+            );
+            keys = Tensor::cat(vec![past_keys, keys], 2);
+            values = Tensor::cat(vec![past_values, values], 2);
+        }
+        let output = attention(
+            queries,
+            keys.clone(),
+            values.clone(),
+            mask,
+            &self.dropout,
+        );
+        (self.w_o.forward(merge_heads(output)), (keys, values))
+    }
+    // ANCHOR_END: forward_cached
 }
 
 /// (batch_size, n, heads · d) → (batch_size, heads, n, d): head j holds

@@ -13,17 +13,23 @@ use crate::transformer::{TransformerDecoder, TransformerDecoderBlock};
 use super::grouped::{merge_heads, split_heads};
 
 /// Every block's projected keys and values of the steps decoded so far,
-/// each (batch_size, num_heads, steps, head_size): `2 · layers · heads ·
+/// each (batch_size, kv_heads, steps, head_size): `2 · layers · kv_heads ·
 /// head_size` numbers a token, where d2l's cache of block inputs holds
 /// `layers · num_hiddens` (half as many with as many key/value heads as
 /// query heads, but each step then projects every cached input again).
+/// [`decode_cached`] fills it for a multi-head decoder (kv_heads =
+/// num_heads), [`DecoderLm::decode`](super::DecoderLm::decode) for grouped
+/// heads, keeping only a sliding window's last steps.
 ///
 /// # Examples
-/// See [`decode_cached`].
+/// See [`decode_cached`] and [`DecoderLm`](super::DecoderLm).
 #[derive(Clone, Debug, Default)]
 pub struct KvCache {
-    /// Per block: (keys, values).
-    blocks: Vec<(Tensor<4>, Tensor<4>)>,
+    /// Per block: (keys, values), the last steps (all of them, or a
+    /// sliding window's).
+    pub(super) blocks: Vec<(Tensor<4>, Tensor<4>)>,
+    /// Steps decoded so far: the position of the next token.
+    pub(super) steps: usize,
 }
 
 impl KvCache {
@@ -32,9 +38,10 @@ impl KvCache {
         Self::default()
     }
 
-    /// Steps cached.
+    /// Steps decoded so far (a sliding window's cache keeps only the last
+    /// of them, see [`KvCache::bytes`]).
     pub fn num_steps(&self) -> usize {
-        self.blocks.first().map_or(0, |(keys, _)| keys.dims()[2])
+        self.steps
     }
 
     /// Bytes the cached keys and values take, all blocks together.
@@ -96,7 +103,10 @@ pub fn decode_cached(
         x = y;
         next.push(keys_values);
     }
-    let cache = KvCache { blocks: next };
+    let cache = KvCache {
+        blocks: next,
+        steps: past + x.dims()[1],
+    };
     (decoder.dense.forward(x), cache)
 }
 

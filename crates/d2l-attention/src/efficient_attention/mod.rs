@@ -11,6 +11,8 @@
 //!   (Shazeer, 2019; Ainslie et al., 2023);
 //! - [`KvCache`] and [`decode_cached`]: a decoder-only model's projected
 //!   keys and values kept between steps of generation;
+//! - [`DecoderLm`]: a decoder-only language model with all of them, and
+//!   [`streams`] of joined sentences to train it on;
 //! - [`rotary`](fn@rotary): rotary position embeddings (Su et al., 2021, RoFormer);
 //! - [`Form`] and [`peak_in_fresh_process`]: d2l's form against the fused
 //!   operation, and the peak memory of one call of either.
@@ -19,6 +21,8 @@
 mod cost;
 mod grouped;
 mod kv_cache;
+#[cfg(feature = "native")]
+mod lm;
 mod online_softmax;
 mod rotary;
 mod tiled;
@@ -27,6 +31,10 @@ mod tiled;
 pub use cost::{Form, PEAK_FLAG, peak_in_fresh_process, serve_peak_request};
 pub use grouped::{GroupedQueryAttention, GroupedQueryAttentionConfig};
 pub use kv_cache::{KvCache, decode_cached};
+#[cfg(feature = "native")]
+pub use lm::{
+    DecoderLm, DecoderLmBlock, DecoderLmConfig, position_losses, streams,
+};
 pub use online_softmax::online_softmax;
 pub use rotary::rotary;
 pub use tiled::tiled_attention;
